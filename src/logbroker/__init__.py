@@ -1,0 +1,1 @@
+"""logbroker: a Kafka-compatible broker in Python."""

@@ -1,0 +1,247 @@
+"""Topic-level configuration (Kafka's LogConfig): names, types, defaults, broker synonyms.
+
+A topic's effective config is the broker's defaults (set by the broker keys in `broker_synonym`,
+e.g. `log.segment.bytes` → `segment.bytes`) overlaid with the topic's own overrides. Values are
+validated here, where the key is known, so a bad value is an InvalidConfigError naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from logbroker.errors import InvalidConfigError
+
+LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    """One topic config key: its type (`int`, `long`, `double`, `boolean`, `string`, `list`),
+    default (already parsed), the broker key that sets its default, and an optional check that
+    returns an error description for a bad parsed value."""
+
+    name: str
+    type: str
+    default: object
+    broker_synonym: str | None
+    doc: str
+    check: Callable[[object], str | None] | None = None
+
+
+def _at_least(minimum: int | float) -> Callable[[object], str | None]:
+    return lambda v: None if v >= minimum else f"must be at least {minimum}"
+
+
+def _between(lo: float, hi: float) -> Callable[[object], str | None]:
+    return lambda v: None if lo <= v <= hi else f"must be between {lo} and {hi}"
+
+
+def _one_of(*choices: str) -> Callable[[object], str | None]:
+    def check(v: object) -> str | None:
+        values = v if isinstance(v, list) else [v]
+        bad = [x for x in values if x not in choices]
+        return f"must be one of {', '.join(choices)}" if bad or not values else None
+    return check
+
+
+TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
+    ConfigDef("cleanup.policy", "list", ["delete"], "log.cleanup.policy",
+              "delete old segments, compact to the latest value per key, or both",
+              _one_of("delete", "compact")),
+    ConfigDef("compression.type", "string", "producer", "compression.type",
+              "codec for stored batches; 'producer' keeps what the producer sent",
+              _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
+    ConfigDef("compression.gzip.level", "int", -1, "compression.gzip.level", "gzip level",
+              _between(-1, 9)),
+    ConfigDef("compression.lz4.level", "int", 9, "compression.lz4.level", "lz4 level",
+              _between(1, 17)),
+    ConfigDef("compression.zstd.level", "int", 3, "compression.zstd.level", "zstd level",
+              _between(-131072, 22)),
+    ConfigDef("delete.retention.ms", "long", 86_400_000, "log.cleaner.delete.retention.ms",
+              "how long tombstones are kept on compacted topics", _at_least(0)),
+    ConfigDef("file.delete.delay.ms", "long", 60_000, "log.segment.delete.delay.ms",
+              "delay before a .deleted segment file is removed", _at_least(0)),
+    ConfigDef("flush.messages", "long", LONG_MAX, "log.flush.interval.messages",
+              "fsync after this many messages", _at_least(1)),
+    ConfigDef("flush.ms", "long", LONG_MAX, "log.flush.interval.ms",
+              "fsync after this many milliseconds", _at_least(0)),
+    ConfigDef("follower.replication.throttled.replicas", "list", [],
+              "follower.replication.throttled.replicas", "replicas throttled on the follower side"),
+    ConfigDef("index.interval.bytes", "int", 4096, "log.index.interval.bytes",
+              "bytes appended between offset index entries", _at_least(0)),
+    ConfigDef("leader.replication.throttled.replicas", "list", [],
+              "leader.replication.throttled.replicas", "replicas throttled on the leader side"),
+    ConfigDef("max.compaction.lag.ms", "long", LONG_MAX, "log.cleaner.max.compaction.lag.ms",
+              "longest a record stays uncompacted", _at_least(1)),
+    ConfigDef("max.message.bytes", "int", 1_048_588, "message.max.bytes",
+              "largest record batch accepted", _at_least(0)),
+    ConfigDef("message.downconversion.enable", "boolean", True,
+              "log.message.downconversion.enable", "down-convert for old consumers"),
+    ConfigDef("message.timestamp.after.max.ms", "long", LONG_MAX,
+              "log.message.timestamp.after.max.ms",
+              "how far a record's timestamp may lie in the future", _at_least(0)),
+    ConfigDef("message.timestamp.before.max.ms", "long", LONG_MAX,
+              "log.message.timestamp.before.max.ms",
+              "how far a record's timestamp may lie in the past", _at_least(0)),
+    ConfigDef("message.timestamp.difference.max.ms", "long", LONG_MAX,
+              "log.message.timestamp.difference.max.ms",
+              "deprecated: both before and after bounds at once", _at_least(0)),
+    ConfigDef("message.timestamp.type", "string", "CreateTime", "log.message.timestamp.type",
+              "CreateTime keeps the producer's timestamp, LogAppendTime uses the broker's",
+              _one_of("CreateTime", "LogAppendTime")),
+    ConfigDef("min.cleanable.dirty.ratio", "double", 0.5, "log.cleaner.min.cleanable.ratio",
+              "dirty fraction that makes a log eligible for cleaning", _between(0.0, 1.0)),
+    ConfigDef("min.compaction.lag.ms", "long", 0, "log.cleaner.min.compaction.lag.ms",
+              "shortest time a record stays uncompacted", _at_least(0)),
+    ConfigDef("min.insync.replicas", "int", 1, "min.insync.replicas",
+              "replicas that must acknowledge an acks=all write", _at_least(1)),
+    ConfigDef("preallocate", "boolean", False, "log.preallocate",
+              "preallocate segment files"),
+    ConfigDef("retention.bytes", "long", -1, "log.retention.bytes",
+              "largest size of a partition before old segments are deleted (-1: no limit)"),
+    ConfigDef("retention.ms", "long", 604_800_000, "log.retention.ms",
+              "age after which segments are deleted (-1: no limit)", _at_least(-1)),
+    ConfigDef("segment.bytes", "int", 1_073_741_824, "log.segment.bytes",
+              "largest size of a segment file", _at_least(14)),
+    ConfigDef("segment.index.bytes", "int", 10_485_760, "log.index.size.max.bytes",
+              "size each index file is preallocated to", _at_least(8)),
+    ConfigDef("segment.jitter.ms", "long", 0, "log.roll.jitter.ms",
+              "random jitter subtracted from segment.ms", _at_least(0)),
+    ConfigDef("segment.ms", "long", 604_800_000, "log.roll.ms",
+              "age after which a new segment is rolled", _at_least(1)),
+    ConfigDef("unclean.leader.election.enable", "boolean", False,
+              "unclean.leader.election.enable", "allow an out-of-sync replica to become leader"),
+)}
+
+
+def parse_value(definition: ConfigDef, raw: object) -> object:
+    """Parse a config value given as text (or already typed) and check it.
+
+    Raises InvalidConfigError naming the key and what it expects.
+    """
+    try:
+        value = _parse(definition.type, raw)
+    except (TypeError, ValueError):
+        raise InvalidConfigError(
+            f"Invalid value {raw!r} for configuration {definition.name}: "
+            f"expected a {definition.type}") from None
+    problem = definition.check(value) if definition.check else None
+    if problem:
+        raise InvalidConfigError(f"Invalid value {raw!r} for configuration {definition.name}: {problem}")
+    return value
+
+
+def _parse(kind: str, raw: object) -> object:
+    if kind in ("int", "long"):
+        if isinstance(raw, bool):
+            raise TypeError(raw)
+        value = int(raw.strip()) if isinstance(raw, str) else int(raw)
+        limit = INT_MAX if kind == "int" else LONG_MAX
+        if not -limit - 1 <= value <= limit:
+            raise ValueError(raw)
+        return value
+    if kind == "double":
+        return float(raw)
+    if kind == "boolean":
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text not in ("true", "false"):
+            raise ValueError(raw)
+        return text == "true"
+    if kind == "list":
+        if isinstance(raw, list):
+            return raw
+        return [item.strip() for item in str(raw).split(",") if item.strip()]
+    return str(raw).strip()
+
+
+def format_value(value: object) -> str:
+    """A parsed value back in Kafka's text form (DescribeConfigs, topic config files)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)
+
+
+def _attr(name: str) -> str:
+    return name.replace(".", "_")
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """The effective config of one log. Attribute names are the Kafka keys with '.' → '_'.
+
+    Invariant: every field holds a parsed, checked value of its key's type.
+    """
+
+    cleanup_policy: list
+    compression_type: str
+    compression_gzip_level: int
+    compression_lz4_level: int
+    compression_zstd_level: int
+    delete_retention_ms: int
+    file_delete_delay_ms: int
+    flush_messages: int
+    flush_ms: int
+    follower_replication_throttled_replicas: list
+    index_interval_bytes: int
+    leader_replication_throttled_replicas: list
+    max_compaction_lag_ms: int
+    max_message_bytes: int
+    message_downconversion_enable: bool
+    message_timestamp_after_max_ms: int
+    message_timestamp_before_max_ms: int
+    message_timestamp_difference_max_ms: int
+    message_timestamp_type: str
+    min_cleanable_dirty_ratio: float
+    min_compaction_lag_ms: int
+    min_insync_replicas: int
+    preallocate: bool
+    retention_bytes: int
+    retention_ms: int
+    segment_bytes: int
+    segment_index_bytes: int
+    segment_jitter_ms: int
+    segment_ms: int
+    unclean_leader_election_enable: bool
+
+    @classmethod
+    def defaults(cls) -> LogConfig:
+        return cls(**{_attr(d.name): d.default for d in TOPIC_CONFIGS.values()})
+
+    def with_overrides(self, overrides: Mapping[str, object]) -> LogConfig:
+        """This config with some keys (Kafka names, text or typed values) replaced.
+
+        Raises InvalidConfigError for an unknown key or a bad value, naming the key.
+        """
+        changes = {}
+        for name, raw in overrides.items():
+            definition = TOPIC_CONFIGS.get(name)
+            if definition is None:
+                raise InvalidConfigError(f"Unknown topic config name: {name}")
+            changes[_attr(name)] = parse_value(definition, raw)
+        return dataclasses.replace(self, **changes)
+
+    def get(self, name: str) -> object:
+        return getattr(self, _attr(name))
+
+    def to_props(self) -> dict[str, str]:
+        """Every key with its value in Kafka's text form."""
+        return {name: format_value(self.get(name)) for name in TOPIC_CONFIGS}
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
