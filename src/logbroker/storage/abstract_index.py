@@ -1,0 +1,326 @@
+"""What the offset index and the time index share: a preallocated, memory-mapped file of
+fixed-size big-endian entries, searched by binary search favouring the recent tail.
+
+Kafka's AbstractIndex. Both index files of a segment are created at their maximum size
+(`segment.index.bytes`, 10 MiB, rounded down to a multiple of the entry size), zero filled by the
+file system, mapped shared and read-write, and filled from the front. On roll and close the file
+is trimmed to its entries, so a file that is not a multiple of the entry size, or an index whose
+last entry is out of order, is corrupt.
+
+After a crash, an active segment's index is still at its preallocated size with zeros after its
+last entry. Kafka takes the whole file as entries and relies on recovery to rebuild it; here the
+entry count on open is the file size less the trailing all-zero entries, which gives the right
+count for both a trimmed file and a preallocated one (an offset index entry always has a position
+> 0, since a segment's first append never gets an entry). Truncation zeroes the entries it drops
+so that this stays true. Recovery still rebuilds the indexes of every segment after the recovery
+point: nothing here is checksummed.
+
+All methods block on the file system (page faults on the map, ftruncate, fsync) and run on the
+caller's thread; appends and lookups are memory accesses. Not thread-safe: the owning log
+serialises writers. `flush` may run on a worker thread while the event loop reads and appends.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from pathlib import Path
+
+from logbroker.errors import KafkaStorageError
+
+INT32_MAX = (1 << 31) - 1
+DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
+_WARM_BYTES = 8192  # Kafka's warm section: the last 8 KiB of entries, two 4 KiB pages
+_SCAN_CHUNK_ENTRIES = 8192
+
+
+class CorruptIndexError(KafkaStorageError):
+    """An index file fails its sanity check (size, order of its last entry). Recovery rebuilds it."""
+
+
+class InvalidOffsetError(KafkaStorageError):
+    """An index append would break the order of the index (offsets strictly increase)."""
+
+
+class IndexOffsetOverflowError(KafkaStorageError):
+    """An offset does not fit the index: it is below the base offset or more than int32 past it."""
+
+
+class IndexFullError(KafkaStorageError):
+    """An append to an index with no free slot: the segment should have been rolled."""
+
+
+def round_down_to_multiple(number: int, factor: int) -> int:
+    return factor * (number // factor)
+
+
+class AbstractIndex:
+    """Base of OffsetIndex and TimeIndex: file, mapping, entry count, resize and search.
+
+    Subclasses set ENTRY_SIZE and implement the entry format; see their docstrings.
+    """
+
+    ENTRY_SIZE: int = 0
+    # An all-zero entry can be real only in the time index (timestamp 0 at the base offset).
+    _ZERO_ENTRY_CAN_BE_REAL = False
+
+    def __init__(self, path: str | os.PathLike, base_offset: int, *,
+                 max_index_size: int = DEFAULT_MAX_INDEX_SIZE, writable: bool = True) -> None:
+        """Open or create the index at `path`. Blocks on disk.
+
+        A new file is preallocated to `max_index_size` rounded down to the entry size; an existing
+        one keeps its size and its entries are counted as the module docstring says. A read-only
+        index (`writable=False`, for tools) needs the file to exist and never changes it.
+        """
+        self._path = Path(path)
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size
+        self.writable = writable
+        self._warm_entries = _WARM_BYTES // self.ENTRY_SIZE
+        self._mmap: mmap.mmap | None = None
+        newly_created = False
+        if writable:
+            try:
+                fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                newly_created = True
+            except FileExistsError:
+                fd = os.open(self._path, os.O_RDWR)
+        else:
+            fd = os.open(self._path, os.O_RDONLY)
+        try:
+            if newly_created:
+                if max_index_size < self.ENTRY_SIZE:
+                    raise ValueError(f"invalid max index size {max_index_size} for {self._path}")
+                os.ftruncate(fd, round_down_to_multiple(max_index_size, self.ENTRY_SIZE))
+            self._length = os.fstat(fd).st_size
+            self._map(fd)
+        finally:
+            os.close(fd)  # the mapping keeps its own descriptor
+        self._max_entries = self._length // self.ENTRY_SIZE
+        self._entries = 0 if newly_created else self._count_entries()
+
+    # --- the mapping ------------------------------------------------------------------------
+
+    def _map(self, fd: int) -> None:
+        if self._length == 0:
+            self._mmap = None  # mmap refuses empty files; an empty index needs no mapping
+        elif self.writable:
+            self._mmap = mmap.mmap(fd, self._length, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        else:
+            self._mmap = mmap.mmap(fd, self._length, mmap.MAP_SHARED, mmap.PROT_READ)
+
+    def _unmap(self) -> None:
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+
+    def _count_entries(self) -> int:
+        """Entries in an existing file: its whole entries less the trailing all-zero ones."""
+        es = self.ENTRY_SIZE
+        whole = self._length // es
+        if whole == 0:
+            return 0
+        mm = self._mmap
+        end = whole * es
+        # Fast path: a trimmed file ends with a real entry.
+        if mm[end - es:end].count(0) != es:
+            return whole
+        chunk = _SCAN_CHUNK_ENTRIES * es
+        while end > 0:
+            start = max(0, end - chunk)
+            used = len(mm[start:end].rstrip(b"\x00"))
+            if used:
+                return (start + used + es - 1) // es
+            end = start
+        if self._ZERO_ENTRY_CAN_BE_REAL and self._length == es:
+            return 1  # a trimmed file holding exactly one entry, which happens to be all zeros
+        return 0
+
+    # --- properties ---------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._max_entries
+
+    @property
+    def length(self) -> int:
+        """The file's length in bytes (preallocated or trimmed)."""
+        return self._length
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Bytes of real entries."""
+        return self._entries * self.ENTRY_SIZE
+
+    @property
+    def is_full(self) -> bool:
+        return self._entries >= self._max_entries
+
+    def can_append_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    def relative_offset(self, offset: int) -> int:
+        relative = offset - self.base_offset
+        if not 0 <= relative <= INT32_MAX:
+            raise IndexOffsetOverflowError(f"Integer overflow for offset: {offset} ({self._path})")
+        return relative
+
+    # --- search -----------------------------------------------------------------------------
+
+    def _largest_lower_bound_slot(self, target: int, field: struct.Struct, field_offset: int) -> int:
+        """The slot of the largest entry whose field is <= target, or -1 if there is none.
+
+        Why the tail first: entries are appended at the end and the readers that matter (followers
+        and caught-up consumers) look up recent offsets. A plain binary search over 10 MiB touches
+        pages all over the file, and the OS may have evicted the cold ones, so each lookup could
+        fault. Kafka keeps lookups for the last 8 KiB of entries (the warm section) inside those
+        pages and only searches the whole index for a target older than that.
+        """
+        n = self._entries
+        if n == 0:
+            return -1
+        mm = self._mmap
+        es = self.ENTRY_SIZE
+        unpack = field.unpack_from
+        first_hot = max(0, n - 1 - self._warm_entries)
+        if unpack(mm, first_hot * es + field_offset)[0] < target:
+            lo, hi = first_hot, n - 1
+        else:
+            if unpack(mm, field_offset)[0] > target:
+                return -1
+            lo, hi = 0, first_hot
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            found = unpack(mm, mid * es + field_offset)[0]
+            if found > target:
+                hi = mid - 1
+            elif found < target:
+                lo = mid
+            else:
+                return mid
+        return lo
+
+    # --- changing size ----------------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise ValueError(f"index {self._path} is open read-only")
+
+    def _ensure_mapped(self) -> None:
+        if self._mmap is None and self._length:
+            raise ValueError(f"index {self._path} is closed")
+
+    def resize(self, new_size: int) -> bool:
+        """Set the file to `new_size` bytes rounded down to the entry size and remap it.
+
+        Returns False if the length is already that. Growing makes room for more entries (the
+        active segment after a restart); it never drops entries (ValueError if it would).
+        """
+        self._check_writable()
+        rounded = round_down_to_multiple(new_size, self.ENTRY_SIZE)
+        if rounded == self._length:
+            return False
+        if rounded < self._entries * self.ENTRY_SIZE:
+            raise ValueError(f"cannot resize {self._path} to {rounded} bytes: it holds "
+                             f"{self._entries} entries of {self.ENTRY_SIZE} bytes")
+        self._unmap()
+        fd = os.open(self._path, os.O_RDWR)
+        try:
+            os.ftruncate(fd, rounded)
+            self._length = rounded
+            self._map(fd)
+        finally:
+            os.close(fd)
+        self._max_entries = rounded // self.ENTRY_SIZE
+        self._after_resize()
+        return True
+
+    def _after_resize(self) -> None:
+        """Hook for subclasses that cache the last entry."""
+
+    def trim_to_valid_size(self) -> None:
+        """Shrink the file to its entries (on roll and close)."""
+        self.resize(self._entries * self.ENTRY_SIZE)
+
+    def _truncate_to_entries(self, entries: int) -> None:
+        """Keep the first `entries` entries; zero the dropped ones (see the module docstring)."""
+        self._check_writable()
+        if entries < self._entries:
+            es = self.ENTRY_SIZE
+            start, end = entries * es, self._entries * es
+            self._mmap[start:end] = bytes(end - start)
+        self._entries = entries
+
+    def truncate(self) -> None:
+        """Remove every entry."""
+        self._truncate_to_entries(0)
+        self._after_truncate()
+
+    def _after_truncate(self) -> None:
+        """Hook for subclasses that cache the last entry."""
+
+    def reset(self) -> None:
+        """Empty the index and give it its full preallocated size again (before recovery)."""
+        self.truncate()
+        self.resize(self.max_index_size)
+
+    # --- file lifecycle ----------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write the mapped entries to disk. Blocks on disk; may run on a worker thread.
+
+        On Linux, pages dirtied through a shared mapping are dirty pages of the file, and
+        msync(MS_SYNC) is an fsync of it; fsync through a descriptor of our own does the same
+        while releasing the GIL, which CPython's mmap.flush (msync) holds throughout.
+        """
+        if self._mmap is None or not self.writable:
+            return
+        try:
+            fd = os.open(self._path, os.O_RDONLY)
+        except FileNotFoundError:  # renamed meanwhile: msync through the mapping instead
+            mm = self._mmap
+            if mm is not None:
+                mm.flush()
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Trim the file to its entries and unmap it."""
+        if self.writable and (self._mmap is not None or self._length):
+            self.trim_to_valid_size()
+        self._unmap()
+
+    def close_handler(self) -> None:
+        """Unmap without trimming (on errors, before deletion)."""
+        self._unmap()
+
+    def delete(self) -> bool:
+        """Unmap and delete the file. Returns whether a file was there."""
+        self._unmap()
+        try:
+            os.unlink(self._path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def rename_to(self, path: str | os.PathLike) -> None:
+        """Rename the file; the mapping stays valid."""
+        path = Path(path)
+        os.replace(self._path, path)
+        self._path = path
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(path={str(self._path)!r}, base_offset={self.base_offset}, "
+                f"entries={self._entries}, max_entries={self._max_entries})")

@@ -1,0 +1,532 @@
+"""A log segment: one .log file with its .index and .timeindex, named by its base offset."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from logbroker.clock import Clock
+from logbroker.errors import CorruptRecordError, KafkaStorageError
+from logbroker.records.batch import LOG_OVERHEAD, MAGIC, NO_TIMESTAMP, BatchHeader, compute_crc
+from logbroker.storage.abstract_index import DEFAULT_MAX_INDEX_SIZE, CorruptIndexError
+from logbroker.storage.file_records import FileRecords
+from logbroker.storage.offset_index import OffsetIndex
+from logbroker.storage.time_index import TimeIndex
+from logbroker.storage.values import FetchDataInfo, TimestampAndOffset, TimestampOffset
+
+log = logging.getLogger(__name__)
+
+LOG_FILE_SUFFIX = ".log"
+INDEX_FILE_SUFFIX = ".index"
+TIME_INDEX_FILE_SUFFIX = ".timeindex"
+TXN_INDEX_FILE_SUFFIX = ".txnindex"
+DELETED_FILE_SUFFIX = ".deleted"
+CLEANED_FILE_SUFFIX = ".cleaned"
+SWAP_FILE_SUFFIX = ".swap"
+
+_UNKNOWN = TimestampOffset(NO_TIMESTAMP, -1)
+
+
+def filename_prefix_from_offset(offset: int) -> str:
+    """The 20-digit, zero-padded base offset that names a segment's files."""
+    return f"{offset:020d}"
+
+
+def offset_from_file_name(name: str) -> int:
+    """The base offset in a segment file name such as `00000000000000000042.log.deleted`."""
+    return int(name.split(".", 1)[0])
+
+
+def log_file(directory: str | os.PathLike, base_offset: int, suffix: str = "") -> Path:
+    return Path(directory) / f"{filename_prefix_from_offset(base_offset)}{LOG_FILE_SUFFIX}{suffix}"
+
+
+def offset_index_file(directory: str | os.PathLike, base_offset: int, suffix: str = "") -> Path:
+    return Path(directory) / f"{filename_prefix_from_offset(base_offset)}{INDEX_FILE_SUFFIX}{suffix}"
+
+
+def time_index_file(directory: str | os.PathLike, base_offset: int, suffix: str = "") -> Path:
+    return Path(directory) / f"{filename_prefix_from_offset(base_offset)}{TIME_INDEX_FILE_SUFFIX}{suffix}"
+
+
+class LogSegmentOffsetOverflowError(KafkaStorageError):
+    """A batch's offsets do not fit this segment's indexes (relative offset outside int32)."""
+
+
+def _replace_suffix(path: Path, old_suffix: str, new_suffix: str) -> Path:
+    name = path.name
+    if not name.endswith(old_suffix):
+        raise ValueError(f"expected {path} to end with {old_suffix!r}")
+    return path.with_name(name[:len(name) - len(old_suffix)] + new_suffix)
+
+
+class LogSegment:
+    """A segment of a partition's log: `<base>.log` (FileRecords), `<base>.index` (OffsetIndex) and
+    `<base>.timeindex` (TimeIndex), where `<base>` is the 20-digit base offset, which is <= the
+    first offset in the segment.
+
+    Index rule (Kafka's, DESIGN.md §2): `append` notes the file position before it writes; if more
+    than `index_interval_bytes` were appended since the last index entry, it adds an offset index
+    entry (the append's last offset → that position) and a time index entry (the largest timestamp
+    so far and its offset, if larger than the last), then counts this append's bytes. A segment's
+    first append never gets an entry. `recover` rebuilds both indexes the same way, batch by batch.
+
+    After a crash: the .log may end in a torn batch and the indexes may be stale, untrimmed or
+    missing. The log rebuilds every segment after its recovery point with `recover`, which keeps
+    exactly the leading valid batches and truncates the rest. Segments below the recovery point
+    were flushed and are trusted (`sanity_check` does Kafka's cheap checks).
+
+    Indexes of a segment opened with `file_already_exists` are mapped on first use, as Kafka's
+    LazyIndex, so that opening a log with many segments does not map them all.
+
+    Everything blocks on disk and is synchronous (no asyncio); the owning log serialises calls.
+    `flush` may run on a worker thread.
+    """
+
+    def __init__(self, *, log_records: FileRecords, offset_index_path: Path, time_index_path: Path,
+                 base_offset: int, index_interval_bytes: int, max_index_size: int,
+                 rolling_jitter_ms: int, clock: Clock, create_indexes: bool) -> None:
+        self._log = log_records
+        self._offset_index_path = offset_index_path
+        self._time_index_path = time_index_path
+        self._offset_index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        self._base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.max_index_size = max_index_size
+        self.rolling_jitter_ms = rolling_jitter_ms
+        self._clock = clock
+        self._created_ms = clock.time_ms()
+        self._rolling_based_timestamp: int | None = None
+        self._max_timestamp_and_offset_so_far = _UNKNOWN
+        self._bytes_since_last_index_entry = 0
+        if create_indexes:  # a new segment has all three files from the start
+            self._load_indexes()
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike, base_offset: int, *, clock: Clock,
+             index_interval_bytes: int = 4096, max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
+             rolling_jitter_ms: int = 0, file_already_exists: bool = False,
+             preallocate: bool = False, init_file_size: int = 0,
+             file_suffix: str = "") -> LogSegment:
+        """Open the segment with this base offset in `directory`, creating its files if needed.
+
+        For a new segment (`file_already_exists=False`) files of that name left by a crash during
+        a roll are stale: they are deleted first, with a warning, as Kafka's roll does. Fresh
+        preallocated indexes are created; with `preallocate` the .log is extended to
+        `init_file_size` (segment.bytes) up front.
+        """
+        directory = Path(directory)
+        log_path = log_file(directory, base_offset, file_suffix)
+        offset_path = offset_index_file(directory, base_offset, file_suffix)
+        time_path = time_index_file(directory, base_offset, file_suffix)
+        if not file_already_exists:
+            for stale in (log_path, offset_path, time_path):
+                if stale.exists():
+                    log.warning("Newly rolled segment file %s already exists; deleting it first", stale)
+                    stale.unlink()
+        records = FileRecords.open(log_path,
+                                   file_already_exists=file_already_exists,
+                                   preallocate=preallocate, init_file_size=init_file_size)
+        return cls(log_records=records, offset_index_path=offset_path, time_index_path=time_path,
+                   base_offset=base_offset, index_interval_bytes=index_interval_bytes,
+                   max_index_size=max_index_size, rolling_jitter_ms=rolling_jitter_ms, clock=clock,
+                   create_indexes=not file_already_exists)
+
+    # --- properties ---------------------------------------------------------------------------
+
+    @property
+    def base_offset(self) -> int:
+        return self._base_offset
+
+    @property
+    def log(self) -> FileRecords:
+        return self._log
+
+    @property
+    def size(self) -> int:
+        """Bytes in the .log file."""
+        return self._log.size_in_bytes
+
+    def _load_indexes(self) -> None:
+        self.offset_index, self.time_index  # noqa: B018 - the properties map (and create) them
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        if self._offset_index is None:
+            self._offset_index = OffsetIndex(self._offset_index_path, self._base_offset,
+                                             max_index_size=self.max_index_size)
+        return self._offset_index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        if self._time_index is None:
+            self._time_index = TimeIndex(self._time_index_path, self._base_offset,
+                                         max_index_size=self.max_index_size)
+        return self._time_index
+
+    @property
+    def offset_index_path(self) -> Path:
+        return self._offset_index_path
+
+    @property
+    def time_index_path(self) -> Path:
+        return self._time_index_path
+
+    def _read_max_timestamp_and_offset_so_far(self) -> TimestampOffset:
+        if self._max_timestamp_and_offset_so_far == _UNKNOWN:
+            self._max_timestamp_and_offset_so_far = self.time_index.last_entry
+        return self._max_timestamp_and_offset_so_far
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        """The largest batch maxTimestamp in the segment (NO_TIMESTAMP if none): kept in memory,
+        loaded from the last time index entry after a reopen."""
+        return self._read_max_timestamp_and_offset_so_far().timestamp
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        return self._read_max_timestamp_and_offset_so_far().offset
+
+    @property
+    def last_modified_ms(self) -> int:
+        return os.stat(self._log.path).st_mtime_ns // 1_000_000
+
+    def set_last_modified_ms(self, ms: int) -> None:
+        """Set the modification time of the segment's files (retention tests, Kafka's lastModified_=)."""
+        ns = ms * 1_000_000
+        for path in (self._log.path, self._offset_index_path, self._time_index_path):
+            if path.exists():
+                os.utime(path, ns=(ns, ns))
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The largest record timestamp, or the last-modified time when there is none (retention)."""
+        max_timestamp = self.max_timestamp_so_far
+        return max_timestamp if max_timestamp >= 0 else self.last_modified_ms
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return self.offset_index.can_append_offset(offset)
+
+    def has_overflow(self) -> bool:
+        """Whether the last batch's offsets overflow the indexes (segments from old bugs)."""
+        next_offset = self.read_next_offset()
+        return next_offset > self._base_offset and not self.can_convert_to_relative_offset(next_offset - 1)
+
+    # --- append -------------------------------------------------------------------------------
+
+    def append(self, *, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int,
+               records) -> None:
+        """Append whole batches (bytes or memoryview, already validated and offset-assigned).
+
+        `largest_offset` is the last offset in `records`; `largest_timestamp` their largest
+        maxTimestamp and `offset_of_max_timestamp` the last offset of the batch carrying it.
+        One write of the buffer as given; the index rule is in the class docstring.
+        Raises LogSegmentOffsetOverflowError if largest_offset does not fit the indexes.
+        """
+        size = memoryview(records).nbytes
+        if size == 0:
+            return
+        physical_position = self._log.size_in_bytes
+        if physical_position == 0:
+            self._rolling_based_timestamp = largest_timestamp
+        if not self.can_convert_to_relative_offset(largest_offset):
+            raise LogSegmentOffsetOverflowError(
+                f"detected offset overflow at offset {largest_offset} in segment {self!r}")
+        self._log.append(records)
+        if largest_timestamp > self.max_timestamp_so_far:
+            self._max_timestamp_and_offset_so_far = TimestampOffset(largest_timestamp,
+                                                                    offset_of_max_timestamp)
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(largest_offset, physical_position)
+            so_far = self._max_timestamp_and_offset_so_far
+            self.time_index.maybe_append(so_far.timestamp, so_far.offset)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += size
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def translate_offset(self, offset: int, starting_file_position: int = 0) -> tuple[int, int] | None:
+        """(position, size) of the first batch whose last offset is >= offset, or None."""
+        mapping = self.offset_index.lookup(offset)
+        return self._log.search_for_offset_with_size(offset, max(mapping.position, starting_file_position))
+
+    def read(self, start_offset: int, max_size: int, *, max_position: int | None = None,
+             min_one_message: bool = False) -> FetchDataInfo | None:
+        """The bytes to send for a fetch from `start_offset`, or None if it is past this segment.
+
+        The region starts at the batch containing start_offset (or the next batch) and is at most
+        `max_size` bytes, never past `max_position` (the high watermark's position, or the end);
+        with `min_one_message` a first batch larger than max_size is returned whole. The region may
+        end inside a batch: clients drop a partial last batch, as with Kafka.
+        """
+        if max_size < 0:
+            raise ValueError(f"invalid max size {max_size} for log read from segment {self!r}")
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        start_position, batch_size = found
+        adjusted_max_size = max(max_size, batch_size) if min_one_message else max_size
+        if max_position is None:
+            max_position = self._log.size_in_bytes
+        fetch_size = min(max_position - start_position, adjusted_max_size)
+        if adjusted_max_size == 0 or fetch_size <= 0:
+            return FetchDataInfo(start_offset, None)
+        return FetchDataInfo(start_offset, self._log.region(start_position, fetch_size),
+                             first_entry_incomplete=adjusted_max_size < batch_size)
+
+    def find_offset_by_timestamp(self, timestamp: int,
+                                 starting_offset: int | None = None) -> TimestampAndOffset | None:
+        """The first record at or after `starting_offset` (default: the base offset) whose
+        timestamp is >= `timestamp`, located through the time and offset indexes; None if none."""
+        if starting_offset is None:
+            starting_offset = self._base_offset
+        entry = self.time_index.lookup(timestamp)
+        position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
+        return self._log.search_for_timestamp(timestamp, position, starting_offset)
+
+    def read_next_offset(self) -> int:
+        """The offset after the last batch: scans from the last offset index entry."""
+        position = self.offset_index.lookup(self.offset_index.last_offset).position
+        next_offset = self._base_offset
+        for _, header in self._log.batches(position):
+            next_offset = header.next_offset
+        return next_offset
+
+    def first_batch_timestamp(self) -> int:
+        """The first batch's maxTimestamp (NO_TIMESTAMP if it has none); int64 max if empty."""
+        self._load_first_batch_timestamp()
+        ts = self._rolling_based_timestamp
+        return ts if ts is not None else (1 << 63) - 1
+
+    # --- rolling ------------------------------------------------------------------------------
+
+    def _load_first_batch_timestamp(self) -> None:
+        if self._rolling_based_timestamp is None:
+            for _, header in self._log.batches(0):
+                self._rolling_based_timestamp = header.max_timestamp
+                break
+
+    def _time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        self._load_first_batch_timestamp()
+        ts = self._rolling_based_timestamp
+        if ts is not None and ts >= 0:
+            return message_timestamp - ts
+        return now_ms - self._created_ms
+
+    def should_roll(self, *, incoming_size: int, incoming_max_timestamp: int,
+                    incoming_max_offset: int, now_ms: int, segment_bytes: int,
+                    segment_ms: int) -> bool:
+        """Kafka's five roll conditions (DESIGN.md §2): the batch would take the segment past
+        segment_bytes; the segment is non-empty and the batch's max timestamp is more than
+        segment_ms - jitter past the segment's first batch timestamp (wall-clock time since the
+        segment was created when there is none); either index is full; or the batch's last offset
+        does not fit the indexes."""
+        size = self.size
+        reached_roll_ms = (self._time_waited_for_roll(now_ms, incoming_max_timestamp)
+                           > segment_ms - self.rolling_jitter_ms)
+        return (size > segment_bytes - incoming_size
+                or (size > 0 and reached_roll_ms)
+                or self.offset_index.is_full
+                or self.time_index.is_full
+                or not self.can_convert_to_relative_offset(incoming_max_offset))
+
+    def on_become_inactive(self) -> None:
+        """On roll: the final time index entry, then trim both indexes and the .log."""
+        so_far = self._read_max_timestamp_and_offset_so_far()
+        self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+        self._log.trim()
+
+    def resize_indexes(self, size: int) -> None:
+        """Give both indexes `size` bytes again (the active segment after a restart or recover)."""
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
+    # --- recovery and truncation ----------------------------------------------------------------
+
+    def recover(self, max_message_size: int | None = None, *,
+                on_batch: Callable[[int, BatchHeader], None] | None = None) -> int:
+        """Rebuild the indexes from the .log and cut it after its last valid batch.
+
+        Each batch from the start must be complete, magic 2, at least a header long, CRC-32C
+        correct, no larger than `max_message_size` (when given) and above the previous batch's
+        offsets; the first that is not ends the segment (logged, then truncated). The indexes
+        are rebuilt by the append rule, the time index gets its final entry and both are trimmed:
+        for the active segment the caller then calls `resize_indexes`. `on_batch(position, header)`
+        is called for each valid batch in order (producer state, leader epochs).
+
+        Returns the number of bytes truncated. A batch whose offsets do not fit this segment's
+        indexes raises LogSegmentOffsetOverflowError, as in Kafka (the log must split the segment).
+        """
+        offset_index = self.offset_index
+        time_index = self.time_index
+        offset_index.reset()
+        time_index.reset()
+        valid_bytes = 0
+        last_index_entry = 0
+        max_so_far = TimestampOffset(NO_TIMESTAMP, -1)
+        self._max_timestamp_and_offset_so_far = max_so_far
+        previous_last_offset: int | None = None
+        try:
+            for position, header, data in self._log.batches_with_data(0):
+                _ensure_valid(header, data, position, max_message_size, previous_last_offset, self)
+                last_offset = header.base_offset + header.last_offset_delta
+                if not self.can_convert_to_relative_offset(last_offset):
+                    raise LogSegmentOffsetOverflowError(
+                        f"detected offset overflow at offset {last_offset} in segment {self!r}")
+                if header.max_timestamp > max_so_far.timestamp:
+                    max_so_far = TimestampOffset(header.max_timestamp, last_offset)
+                    self._max_timestamp_and_offset_so_far = max_so_far
+                if valid_bytes - last_index_entry > self.index_interval_bytes:
+                    offset_index.append(last_offset, valid_bytes)
+                    time_index.maybe_append(max_so_far.timestamp, max_so_far.offset)
+                    last_index_entry = valid_bytes
+                valid_bytes += header.batch_length + LOG_OVERHEAD
+                previous_last_offset = last_offset
+                if on_batch is not None:
+                    on_batch(position, header)
+        except CorruptRecordError as e:
+            log.warning("Found invalid messages in log segment %s at byte offset %d: %s",
+                        self._log.path, valid_bytes, e)
+        truncated = self._log.size_in_bytes - valid_bytes
+        if truncated > 0:
+            log.debug("Truncated %d invalid bytes at the end of segment %s during recovery",
+                      truncated, self._log.path)
+        self._log.truncate_to(valid_bytes)
+        offset_index.trim_to_valid_size()
+        time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, skip_full_check=True)
+        time_index.trim_to_valid_size()
+        self._bytes_since_last_index_entry = valid_bytes - last_index_entry
+        self._rolling_based_timestamp = None
+        return truncated
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch holding an offset >= `offset` (a batch that straddles it goes too)
+        and the index entries for them; return the bytes removed. Beyond the end: no change.
+
+        The indexes get their full size back, as the segment becomes the active one.
+        """
+        mapping = self.translate_offset(offset)
+        offset_index = self.offset_index
+        time_index = self.time_index
+        offset_index.truncate_to(offset)
+        time_index.truncate_to(offset)
+        offset_index.resize(offset_index.max_index_size)
+        time_index.resize(time_index.max_index_size)
+        truncated = 0 if mapping is None else self._log.truncate_to(mapping[0])
+        if self._log.size_in_bytes == 0:
+            self._created_ms = self._clock.time_ms()
+            self._rolling_based_timestamp = None
+        self._bytes_since_last_index_entry = 0
+        if self.max_timestamp_so_far >= 0:
+            self._load_largest_timestamp()
+        return truncated
+
+    def _load_largest_timestamp(self) -> None:
+        last = self.time_index.last_entry
+        self._max_timestamp_and_offset_so_far = last
+        position = self.offset_index.lookup(last.offset).position
+        after = self._log.largest_timestamp_after(position)
+        if after.timestamp > last.timestamp:
+            self._max_timestamp_and_offset_so_far = after
+
+    def sanity_check(self, *, time_index_file_newly_created: bool = False) -> None:
+        """Kafka's checks when loading a segment without recovering it.
+
+        The offset index file must exist (FileNotFoundError); a time index that had to be created
+        is emptied; each index passes its own check and the offset index's last position lies
+        inside the .log (CorruptIndexError). On either error the log recovers the segment.
+        """
+        if not self._offset_index_path.exists():
+            raise FileNotFoundError(f"Offset index file {self._offset_index_path} does not exist")
+        if time_index_file_newly_created:
+            self.time_index.resize(0)
+        self.offset_index.sanity_check()
+        self.time_index.sanity_check()
+        if self.offset_index.entries and self.offset_index.last_entry.position >= self.size:
+            raise CorruptIndexError(
+                f"Corrupt index found, index file ({self._offset_index_path}) has an entry at position "
+                f"{self.offset_index.last_entry.position} past the end of {self._log.path} ({self.size} bytes)")
+
+    # --- file lifecycle ----------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync the .log and msync both indexes. Blocks on disk: run off the event loop."""
+        self._log.flush()
+        if self._offset_index is not None:
+            self._offset_index.flush()
+        if self._time_index is not None:
+            self._time_index.flush()
+
+    def close(self) -> None:
+        """The final time index entry, then trim and close all three files (Kafka's close)."""
+        try:
+            if self._max_timestamp_and_offset_so_far != _UNKNOWN:
+                so_far = self._max_timestamp_and_offset_so_far
+                self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
+        except Exception:  # Kafka swallows this one: the index is rebuilt if it matters
+            log.warning("Failed to append the final time index entry of %r", self, exc_info=True)
+        finally:
+            for index in (self._offset_index, self._time_index):
+                if index is not None:
+                    index.close()
+            self._log.close()
+
+    def close_handlers(self) -> None:
+        """Close the files without flushing or trimming."""
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.close_handler()
+        self._log.close_handlers()
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename all three files, e.g. ("", ".deleted"), (".cleaned", ".swap"), (".swap", "")."""
+        self._log.rename_to(_replace_suffix(self._log.path, old_suffix, new_suffix))
+        for attr in ("_offset_index", "_time_index"):
+            index = getattr(self, attr)
+            path_attr = attr + "_path"
+            new_path = _replace_suffix(getattr(self, path_attr), old_suffix, new_suffix)
+            if index is not None:
+                index.rename_to(new_path)
+            elif getattr(self, path_attr).exists():
+                os.replace(getattr(self, path_attr), new_path)
+            setattr(self, path_attr, new_path)
+
+    def delete(self) -> None:
+        """Close and delete the segment's files (those that exist)."""
+        self.close_handlers()
+        self._log.delete()
+        for path in (self._offset_index_path, self._time_index_path):
+            path.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return (f"LogSegment(base_offset={self._base_offset}, size={self.size}, "
+                f"path={str(self._log.path)!r}, "
+                f"largest_record_timestamp={self._max_timestamp_and_offset_so_far.timestamp})")
+
+
+def _ensure_valid(header: BatchHeader, data: memoryview, position: int,
+                  max_message_size: int | None, previous_last_offset: int | None,
+                  segment: LogSegment) -> None:
+    """Recovery's checks on one batch; CorruptRecordError says what failed and where."""
+    where = f"at position {position} of {segment.log.path}"
+    if header.magic != MAGIC:
+        raise CorruptRecordError(f"record batch {where} has magic {header.magic}, expected {MAGIC}")
+    size = header.batch_length + LOG_OVERHEAD
+    if max_message_size is not None and size > max_message_size:
+        raise CorruptRecordError(f"record batch {where} is {size} bytes, larger than the "
+                                 f"largest allowable message size ({max_message_size})")
+    if header.last_offset_delta < 0:
+        raise CorruptRecordError(f"record batch {where} has a negative last offset delta "
+                                 f"{header.last_offset_delta}")
+    if previous_last_offset is not None and header.base_offset <= previous_last_offset:
+        raise CorruptRecordError(f"record batch {where} starts at offset {header.base_offset}, not "
+                                 f"after the previous batch's last offset {previous_last_offset}")
+    computed = compute_crc(data, 0, size)
+    if computed != header.crc:
+        raise CorruptRecordError(f"record batch {where} is corrupt (stored crc = {header.crc}, "
+                                 f"computed crc = {computed})")
