@@ -1,0 +1,211 @@
+"""The supported-versions table: which Kafka APIs this broker answers, at which versions.
+
+`SUPPORTED_APIS` is the single source. The ApiVersions response is built from it, the request
+decoder refuses anything outside it, and the header versions follow from its `flexible_from`
+column. Clients switch features on purely from what we advertise (KAFKA-NOTES 4, 5), so a row goes
+in only when its handler exists, and raising a maximum is a promise that every field of the new
+versions is honoured.
+
+To add an API (FindCoordinator, JoinGroup, …) add one `ApiSpec` row. `flexible_from` is the first
+version in the API's `flexibleVersions` in Kafka's message JSON (None if it has none);
+tests/protocol/test_apis.py checks every row against kio's generated classes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import importlib
+from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
+
+from logbroker.protocol.errors import UnknownApiKeyError
+
+
+class ApiKey(enum.IntEnum):
+    """Kafka's api keys (the `apiKey` of each message JSON), named as in Kafka's `ApiKeys`."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
+    DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    CREATE_DELEGATION_TOKEN = 38
+    RENEW_DELEGATION_TOKEN = 39
+    EXPIRE_DELEGATION_TOKEN = 40
+    DESCRIBE_DELEGATION_TOKEN = 41
+    DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
+    DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
+    DESCRIBE_TOPIC_PARTITIONS = 75
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSpec:
+    """One row of the table. Versions are inclusive; `min_version <= max_version`."""
+
+    api_key: int
+    min_version: int
+    max_version: int
+    flexible_from: int | None  # first flexible version, None if the API has none
+
+    @property
+    def name(self) -> str:
+        try:
+            return ApiKey(self.api_key).name
+        except ValueError:
+            return f"API_{self.api_key}"
+
+    def supports(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+    def is_flexible(self, version: int) -> bool:
+        return self.flexible_from is not None and version >= self.flexible_from
+
+
+def _table(*specs: ApiSpec) -> MappingProxyType[int, ApiSpec]:
+    for spec in specs:
+        assert spec.min_version <= spec.max_version, spec
+    return MappingProxyType({spec.api_key: spec for spec in sorted(specs, key=lambda s: s.api_key)})
+
+
+# (api key, min, max, flexible from). Floors are Kafka 2.1's where kio (built from Kafka 4's
+# schemas) still has the classes; see the module docstring before raising a maximum.
+SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
+    ApiSpec(ApiKey.PRODUCE, 3, 11, 9),  # 12 is KIP-890 transactions v2: not before we do them
+    ApiSpec(ApiKey.FETCH, 4, 12, 12),  # 13+ is fetch by topic id (KAFKA-NOTES 6)
+    ApiSpec(ApiKey.LIST_OFFSETS, 1, 7, 6),
+    ApiSpec(ApiKey.METADATA, 0, 12, 9),
+    ApiSpec(ApiKey.API_VERSIONS, 0, 4, 3),
+    ApiSpec(ApiKey.CREATE_TOPICS, 2, 7, 5),
+    ApiSpec(ApiKey.DELETE_TOPICS, 1, 6, 4),
+    ApiSpec(ApiKey.DELETE_RECORDS, 0, 2, 2),
+    ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 4, 2),
+    ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, 4),
+    ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, 4),
+    ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, 2),
+    ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 3, 2),
+    ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, 1),
+    ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 1, 0),
+)
+
+# ApiVersions' own flexible-from, which header parsing needs even for versions above our maximum.
+API_VERSIONS_FLEXIBLE_FROM = 3
+
+
+def api_spec(api_key: int) -> ApiSpec:
+    """The table row of an api key; UnknownApiKeyError if we do not implement it."""
+    spec = SUPPORTED_APIS.get(api_key)
+    if spec is None:
+        raise UnknownApiKeyError(
+            f"api key {api_key} is not supported by this broker",
+            api_key=api_key, api_version=-1, correlation_id=-1)
+    return spec
+
+
+def is_supported(api_key: int, version: int) -> bool:
+    spec = SUPPORTED_APIS.get(api_key)
+    return spec is not None and spec.min_version <= version <= spec.max_version
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    return api_spec(api_key).is_flexible(version)
+
+
+def request_header_version(api_key: int, version: int) -> int:
+    """2 (client id + tagged fields) iff the request version is flexible, else 1.
+
+    Holds for ApiVersions too, and for versions above our maximum (Kafka parses an unknown newer
+    ApiVersions request's header the same way before answering UNSUPPORTED_VERSION).
+    """
+    if api_key == ApiKey.API_VERSIONS:
+        return 2 if version >= API_VERSIONS_FLEXIBLE_FROM else 1
+    return 2 if api_spec(api_key).is_flexible(version) else 1
+
+
+def response_header_version(api_key: int, version: int) -> int:
+    """1 (with a tagged-field byte) iff the response is flexible — except ApiVersions, always 0.
+
+    Clients read the ApiVersions response before they know what the broker speaks, so Kafka
+    never gives it the tagged-field byte (KAFKA-NOTES 1).
+    """
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    return 1 if api_spec(api_key).is_flexible(version) else 0
+
+
+def api_versions_entries() -> tuple[tuple[int, int, int], ...]:
+    """(api key, min version, max version) for every supported api, sorted by api key."""
+    return tuple((s.api_key, s.min_version, s.max_version) for s in SUPPORTED_APIS.values())
+
+
+@cache
+def _api_versions_classes(version: int):  # noqa: ANN202 - kio classes, typed at the call site
+    from kio.index import load_response_schema
+
+    response_cls = load_response_schema(ApiKey.API_VERSIONS, version)
+    return response_cls, importlib.import_module(response_cls.__module__).ApiVersion
+
+
+def api_versions_body(version: int, *, error_code: int = 0, throttle_time_ms: int = 0):  # noqa: ANN201
+    """The kio ApiVersionsResponse of `version` listing the table, for `codec.encode_response`.
+
+    v3+ carries no supported or finalized features: we advertise no feature flags until a
+    feature exists (KAFKA-NOTES 4) — Java 4.x would turn on transactions v2 from one.
+    """
+    from kio.schema.errors import ErrorCode
+
+    response_cls, api_version_cls = _api_versions_classes(version)
+    kwargs = {
+        "error_code": ErrorCode(error_code),
+        "api_keys": tuple(api_version_cls(api_key=k, min_version=lo, max_version=hi)
+                          for k, lo, hi in api_versions_entries()),
+    }
+    if version >= 1:
+        kwargs["throttle_time"] = datetime.timedelta(milliseconds=throttle_time_ms)
+    return response_cls(**kwargs)

@@ -1,0 +1,142 @@
+"""Primitive encodings of the Kafka protocol, for the hand-written encoders.
+
+Big-endian fixed-width integers; "legacy" strings (int16 length, -1 = null), bytes and arrays
+(int32 length, -1 = null) in non-flexible versions; "compact" ones (unsigned varint of length + 1,
+0 = null) and tagged-field sections in flexible versions (KIP-482). Every function returns `bytes`
+so the encoders can collect parts in a list and join them once.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from uuid import UUID
+
+I8 = struct.Struct(">b")
+I16 = struct.Struct(">h")
+I32 = struct.Struct(">i")
+I64 = struct.Struct(">q")
+I32_I32 = struct.Struct(">ii")
+
+INT32_MIN = -(2**31)
+
+NULL_LEGACY_STRING = b"\xff\xff"
+NULL_LEGACY_ARRAY = b"\xff\xff\xff\xff"
+EMPTY_LEGACY_ARRAY = b"\x00\x00\x00\x00"
+NULL_COMPACT = b"\x00"  # null compact string / bytes / array
+EMPTY_COMPACT_ARRAY = b"\x01"
+NO_TAGGED_FIELDS = b"\x00"
+ZERO_UUID = bytes(16)
+
+_SMALL_UVARINTS = [bytes((n,)) for n in range(128)]
+
+
+def uvarint(value: int) -> bytes:
+    """An unsigned varint (7 bits a byte, low group first, high bit = more follows)."""
+    if value < 0x80:
+        return _SMALL_UVARINTS[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def legacy_string(value: str) -> bytes:
+    data = value.encode()
+    return I16.pack(len(data)) + data
+
+
+def legacy_nullable_string(value: str | None) -> bytes:
+    if value is None:
+        return NULL_LEGACY_STRING
+    data = value.encode()
+    return I16.pack(len(data)) + data
+
+
+def compact_string(value: str) -> bytes:
+    data = value.encode()
+    return uvarint(len(data) + 1) + data
+
+
+def compact_nullable_string(value: str | None) -> bytes:
+    if value is None:
+        return NULL_COMPACT
+    data = value.encode()
+    return uvarint(len(data) + 1) + data
+
+
+def string(value: str | None, flexible: bool) -> bytes:
+    """A (nullable) string in the encoding of a flexible or non-flexible version."""
+    if value is None:
+        return NULL_COMPACT if flexible else NULL_LEGACY_STRING
+    data = value.encode()
+    if flexible:
+        return uvarint(len(data) + 1) + data
+    return I16.pack(len(data)) + data
+
+
+def array_length(length: int | None, flexible: bool) -> bytes:
+    """The length prefix of an array; None for a null array."""
+    if length is None:
+        return NULL_COMPACT if flexible else NULL_LEGACY_ARRAY
+    return uvarint(length + 1) if flexible else I32.pack(length)
+
+
+_INT32_ARRAYS: dict[int, struct.Struct] = {}
+
+
+def int32_array(values: Sequence[int], flexible: bool) -> bytes:
+    """A non-null array of int32 (broker ids in Metadata)."""
+    n = len(values)
+    packer = _INT32_ARRAYS.get(n)
+    if packer is None:
+        packer = struct.Struct(f">{n}i")
+        if n < 1024:
+            _INT32_ARRAYS[n] = packer
+    return (uvarint(n + 1) if flexible else I32.pack(n)) + packer.pack(*values)
+
+
+def uuid_bytes(value: UUID | bytes | None) -> bytes:
+    """A uuid field: 16 bytes, the zero uuid for None."""
+    if value is None:
+        return ZERO_UUID
+    if isinstance(value, UUID):
+        return value.bytes
+    if len(value) != 16:
+        raise ValueError(f"a uuid is 16 bytes, got {len(value)}")
+    return bytes(value)
+
+
+def tagged_fields(fields: Sequence[tuple[int, bytes]]) -> bytes:
+    """A tagged-field section from (tag, encoded value) pairs, which must be sorted by tag."""
+    if not fields:
+        return NO_TAGGED_FIELDS
+    parts = [uvarint(len(fields))]
+    for tag, value in fields:
+        parts.append(uvarint(tag))
+        parts.append(uvarint(len(value)))
+        parts.append(value)
+    return b"".join(parts)
+
+
+def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """Read an unsigned varint of at most 5 bytes (32 bits) at `pos`: (value, next position).
+
+    IndexError past the end; ValueError for a sixth continuation byte.
+    """
+    byte = buf[pos]
+    if byte < 0x80:
+        return byte, pos + 1
+    value = byte & 0x7F
+    shift = 7
+    while True:
+        pos += 1
+        byte = buf[pos]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos + 1
+        shift += 7
+        if shift > 28:
+            raise ValueError("unsigned varint longer than 5 bytes")
