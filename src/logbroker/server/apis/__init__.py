@@ -1,0 +1,31 @@
+"""One module per Kafka API, each with `API_KEY` and `handle(broker, request)`.
+
+REGISTRY maps an api key to its handler; the supported versions live in
+`logbroker.protocol.versions`, the single table the ApiVersions answer is built from.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+MODULES = (
+    "api_versions", "metadata", "produce", "fetch", "list_offsets", "offset_for_leader_epoch",
+    "create_topics", "delete_topics", "create_partitions", "describe_configs", "alter_configs",
+    "incremental_alter_configs", "describe_cluster", "delete_records", "init_producer_id",
+)
+
+
+def _load() -> dict:
+    registry = {}
+    for name in MODULES:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            continue
+        registry[module.API_KEY] = module.handle
+    return registry
+
+
+REGISTRY = _load()

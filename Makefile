@@ -1,0 +1,21 @@
+# The two set-up commands of README.md: `make run` (the main job) and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: install run test bench
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+install: $(PY)
+	$(PY) -m pip install -q -e '.[test]'
+
+run: install
+	$(VENV)/bin/logbroker serve
+
+test: install
+	$(VENV)/bin/pytest -q
+
+bench: install
+	$(PY) bench/run_all.py

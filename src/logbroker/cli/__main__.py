@@ -1,0 +1,3 @@
+from logbroker.cli.main import main
+
+main()

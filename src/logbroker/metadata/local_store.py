@@ -1,0 +1,138 @@
+"""The metadata store of a single node: one JSON file in the first log dir.
+
+The embedded default keeps what a cluster keeps in ZooKeeper — the cluster id, topics with their
+ids, assignments and config overrides, partition states, the producer-id block — in
+`<log.dir>/logbroker-metadata.json`. Every change rewrites the file atomically (write a temp file,
+fsync, rename), so after a crash the file is either the old or the new version, never a mix.
+Blocking file I/O; changes are rare (topic admin), so callers may run it on the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+from logbroker.errors import KafkaStorageError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from logbroker.metadata.model import PartitionState, TopicInfo, topic_id_from_str, topic_id_to_str
+from logbroker.types import TopicPartition
+
+FILE_NAME = "logbroker-metadata.json"
+
+
+class LocalMetadataStore:
+    """Invariant: the in-memory view always equals the file's content after each method returns."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.path = Path(log_dir) / FILE_NAME
+        self._topics: dict[str, TopicInfo] = {}
+        self._states: dict[TopicPartition, PartitionState] = {}
+        self._next_producer_id = 0
+        self.cluster_id = ""
+        if self.path.exists():
+            self._load()
+        else:
+            self.cluster_id = _new_cluster_id()
+            self._save()
+
+    # -- topics -------------------------------------------------------------------------------
+    def topics(self) -> dict[str, TopicInfo]:
+        return dict(self._topics)
+
+    def topic(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    def create_topic(self, info: TopicInfo) -> None:
+        if info.name in self._topics:
+            raise TopicAlreadyExistsError(f"Topic '{info.name}' already exists.")
+        self._topics[info.name] = info
+        self._save()
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        info = self._topics.pop(name, None)
+        if info is None:
+            raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+        for partition in info.assignment:
+            self._states.pop(TopicPartition(name, partition), None)
+        self._save()
+        return info
+
+    def set_assignment(self, name: str, assignment: dict[int, tuple[int, ...]]) -> None:
+        info = self._require(name)
+        self._topics[name] = TopicInfo(info.name, info.topic_id, dict(assignment), info.configs)
+        self._save()
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        info = self._require(name)
+        self._topics[name] = TopicInfo(info.name, info.topic_id, info.assignment, dict(configs))
+        self._save()
+
+    # -- partition states ---------------------------------------------------------------------
+    def partition_state(self, tp: TopicPartition) -> PartitionState | None:
+        return self._states.get(tp)
+
+    def set_partition_states(self, states: dict[TopicPartition, PartitionState]) -> None:
+        self._states.update(states)
+        self._save()
+
+    # -- producer ids -------------------------------------------------------------------------
+    def claim_producer_id_block(self, size: int) -> int:
+        """Claim `size` producer ids; returns the first. Ids are never handed out twice, even
+        across restarts, because the claim is on disk before any id of it is used."""
+        first = self._next_producer_id
+        self._next_producer_id += size
+        self._save()
+        return first
+
+    # -- persistence --------------------------------------------------------------------------
+    def _require(self, name: str) -> TopicInfo:
+        info = self._topics.get(name)
+        if info is None:
+            raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+        return info
+
+    def _load(self) -> None:
+        try:
+            data = json.loads(self.path.read_text())
+            self.cluster_id = data["cluster_id"]
+            self._next_producer_id = data["next_producer_id"]
+            for name, t in data["topics"].items():
+                self._topics[name] = TopicInfo(
+                    name, topic_id_from_str(t["topic_id"]),
+                    {int(p): tuple(r) for p, r in t["partitions"].items()}, dict(t["configs"]))
+            for key, s in data["partition_states"].items():
+                topic, _, partition = key.rpartition(":")
+                self._states[TopicPartition(topic, int(partition))] = PartitionState(
+                    s["leader"], s["leader_epoch"], tuple(s["isr"]), s.get("controller_epoch", 0))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise KafkaStorageError(
+                f"Cannot read cluster metadata file {self.path} ({exc}); restore it from a backup "
+                f"or move the data directory aside to start empty.") from exc
+
+    def _save(self) -> None:
+        data = {
+            "version": 1,
+            "cluster_id": self.cluster_id,
+            "next_producer_id": self._next_producer_id,
+            "topics": {
+                name: {"topic_id": topic_id_to_str(t.topic_id),
+                       "partitions": {str(p): list(r) for p, r in sorted(t.assignment.items())},
+                       "configs": t.configs}
+                for name, t in sorted(self._topics.items())},
+            "partition_states": {
+                f"{tp.topic}:{tp.partition}": {"leader": s.leader, "leader_epoch": s.leader_epoch,
+                                               "isr": list(s.isr), "controller_epoch": s.controller_epoch}
+                for tp, s in sorted(self._states.items())},
+        }
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+def _new_cluster_id() -> str:
+    """A cluster id as Kafka makes them: 22 characters of URL-safe base64 of a random UUID."""
+    return topic_id_to_str(uuid.uuid4())

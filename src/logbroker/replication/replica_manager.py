@@ -1,0 +1,255 @@
+"""ReplicaManager: the partitions this broker hosts, and the produce and fetch paths through them.
+
+Kafka's ReplicaManager (seed 003). Produce: validate acks, append each partition's batch to its
+leader, answer at once for acks 0/1, or park an acks=-1 request in the produce purgatory until the
+high watermark passes every batch (or the timeout). Fetch: read each partition as a file region
+(never the bytes), and when fewer than min.bytes are there, park the fetch in the fetch purgatory
+until an append brings enough or max.wait.ms passes.
+
+Errors stay typed per partition (`KafkaError` in the results); `server/dispatch.py` turns them into
+codes. Runs on the event loop; appends are page-cache writes, fsyncs go to the thread executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+import logging
+from dataclasses import dataclass
+
+from logbroker.clock import Clock
+from logbroker.errors import (
+    InvalidRequiredAcksError,
+    KafkaError,
+    NotEnoughReplicasAfterAppendError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    RequestTimedOutError,
+    UnknownServerError,
+    UnknownTopicOrPartitionError,
+)
+from logbroker.metadata.model import PartitionState
+from logbroker.replication.partition import Partition
+from logbroker.replication.purgatory import DelayedOperation, Purgatory
+from logbroker.storage.log_config import LogConfig
+from logbroker.storage.log_manager import LogManager
+from logbroker.storage.values import FileRegion, TimestampAndOffset
+from logbroker.types import TopicPartition
+
+log = logging.getLogger("kafka.server.ReplicaManager")
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    error: KafkaError | None
+    base_offset: int = -1
+    last_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionRequest:
+    tp: TopicPartition
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    error: KafkaError | None
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: FileRegion | None = None
+
+
+def unexpected(tp: TopicPartition, exc: Exception) -> KafkaError:
+    """An exception that is not a KafkaError is a bug: log it once, answer UNKNOWN_SERVER_ERROR."""
+    log.error("Unexpected error on %s: %r", tp, exc, exc_info=exc)
+    return UnknownServerError(str(exc))
+
+
+class ReplicaManager:
+    def __init__(self, *, broker_id: int, log_manager: LogManager, clock: Clock) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.clock = clock
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.produce_purgatory = Purgatory("Produce")
+        self.fetch_purgatory = Purgatory("Fetch")
+
+    # -- leadership -------------------------------------------------------------------------
+    def become_leader(self, tp: TopicPartition, state: PartitionState, replicas: tuple[int, ...], *,
+                      config: LogConfig, topic_id: uuid.UUID | None) -> Partition:
+        """Host `tp` as its leader at `state.leader_epoch`, creating its log if it has none."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            log_ = self.log_manager.get_or_create_log(tp, config, topic_id)
+            partition = Partition(tp, log=log_, local_broker_id=self.broker_id, clock=self.clock)
+            self.partitions[tp] = partition
+        if partition.make_leader(state, replicas):
+            log.info("Became leader of %s at leader epoch %d", tp, state.leader_epoch)
+        return partition
+
+    def stop_replica(self, tp: TopicPartition, *, delete: bool) -> None:
+        partition = self.partitions.pop(tp, None)
+        if partition is not None:
+            for purgatory in (self.produce_purgatory, self.fetch_purgatory):
+                purgatory.check_and_complete(tp)
+        if delete:
+            self.log_manager.delete_log(tp)
+
+    def leader_partition(self, tp: TopicPartition) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            raise UnknownTopicOrPartitionError(f"This server does not host {tp}")
+        partition.require_leader()
+        return partition
+
+    # -- produce ----------------------------------------------------------------------------
+    async def append_records(self, *, timeout_ms: int, required_acks: int,
+                             entries: dict[TopicPartition, bytearray]) -> dict[TopicPartition, ProduceResult]:
+        if required_acks not in (-1, 0, 1):
+            error = InvalidRequiredAcksError(f"acks must be -1, 0 or 1, got {required_acks}")
+            return {tp: ProduceResult(error) for tp in entries}
+        results: dict[TopicPartition, ProduceResult] = {}
+        to_flush = []
+        for tp, records in entries.items():
+            try:
+                partition = self.leader_partition(tp)
+                info = partition.append_records_to_leader(records, required_acks=required_acks)
+            except KafkaError as exc:
+                results[tp] = ProduceResult(exc)
+                continue
+            except Exception as exc:  # noqa: BLE001 - a bug must not take the broker down
+                results[tp] = ProduceResult(unexpected(tp, exc))
+                continue
+            results[tp] = ProduceResult(None, info.first_offset, info.last_offset,
+                                        info.log_append_time_ms, info.log_start_offset)
+            if partition.log.needs_flush(self.clock.time_ms()):
+                to_flush.append(partition.log)
+            self.fetch_purgatory.check_and_complete(tp)
+        if to_flush:
+            # flush.messages / flush.ms: Kafka fsyncs before answering; we do it off the loop.
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(None, l.flush) for l in to_flush))
+        if required_acks != -1:
+            return results
+        pending = {tp: r for tp, r in results.items() if r.error is None}
+        if not pending:
+            return results
+
+        def check() -> dict[TopicPartition, ProduceResult] | None:
+            done = dict(results)
+            for tp, r in pending.items():
+                partition = self.partitions.get(tp)
+                if partition is None or not partition.is_leader:
+                    done[tp] = ProduceResult(NotLeaderOrFollowerError(f"Leadership of {tp} moved"))
+                elif partition.high_watermark <= r.last_offset:
+                    return None
+                elif len(partition.isr) < partition.log.config.min_insync_replicas:
+                    done[tp] = ProduceResult(NotEnoughReplicasAfterAppendError(
+                        f"{tp}: written, but the ISR shrank below min.insync.replicas"))
+            return done
+
+        def expire() -> dict[TopicPartition, ProduceResult]:
+            done = dict(results)
+            for tp, r in pending.items():
+                partition = self.partitions.get(tp)
+                if partition is None or partition.high_watermark <= r.last_offset:
+                    done[tp] = ProduceResult(RequestTimedOutError(
+                        f"{tp}: the in-sync replicas did not acknowledge within {timeout_ms} ms"))
+            return done
+
+        op = DelayedOperation(try_complete=check, on_expiration=expire, keys=pending)
+        return await self.produce_purgatory.wait(op, timeout_ms)
+
+    # -- fetch ------------------------------------------------------------------------------
+    async def fetch_messages(self, *, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
+                             partitions: list[FetchPartitionRequest]) -> dict[TopicPartition, FetchResult]:
+        fetch_only_committed = replica_id < 0
+
+        def read_all() -> tuple[dict[TopicPartition, FetchResult], int, bool]:
+            results: dict[TopicPartition, FetchResult] = {}
+            total, limit, any_error = 0, max_bytes, False
+            for request in partitions:
+                result = self._read_partition(request, max_bytes=min(request.partition_max_bytes, limit),
+                                              fetch_only_committed=fetch_only_committed,
+                                              min_one_message=total == 0)
+                results[request.tp] = result
+                if result.error is not None:
+                    any_error = True
+                size = result.records.size if result.records else 0
+                total += size
+                limit = max(limit - size, 0)
+            return results, total, any_error
+
+        results, total, any_error = read_all()
+        if max_wait_ms <= 0 or total >= min_bytes or any_error or not partitions:
+            return results
+
+        def try_complete() -> dict[TopicPartition, FetchResult] | None:
+            again, again_total, again_error = read_all()
+            return again if again_total >= min_bytes or again_error else None
+
+        op = DelayedOperation(try_complete=try_complete, on_expiration=lambda: read_all()[0],
+                              keys=[p.tp for p in partitions])
+        return await self.fetch_purgatory.wait(op, max_wait_ms)
+
+    def _read_partition(self, request: FetchPartitionRequest, *, max_bytes: int,
+                        fetch_only_committed: bool, min_one_message: bool) -> FetchResult:
+        partition = self.partitions.get(request.tp)
+        try:
+            if partition is None:
+                raise UnknownTopicOrPartitionError(f"This server does not host {request.tp}")
+            info = partition.read_records(request.fetch_offset, max_bytes=max_bytes,
+                                          current_leader_epoch=request.current_leader_epoch,
+                                          fetch_only_committed=fetch_only_committed,
+                                          min_one_message=min_one_message)
+        except KafkaError as exc:
+            if partition is None or isinstance(exc, (NotLeaderOrFollowerError,)):
+                return FetchResult(exc)
+            return FetchResult(exc, partition.high_watermark, partition.last_stable_offset,
+                               partition.log.log_start_offset)
+        except Exception as exc:  # noqa: BLE001
+            return FetchResult(unexpected(request.tp, exc))
+        return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
+                           partition.log.log_start_offset, info.region)
+
+    # -- offsets ----------------------------------------------------------------------------
+    def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int, *,
+                                   current_leader_epoch: int = -1,
+                                   only_committed: bool = True) -> TimestampAndOffset | None:
+        """ListOffsets: -1 latest (the high watermark for consumers), -2 earliest, -3 the max
+        timestamp, else the first offset whose timestamp is at least `timestamp`."""
+        partition = self.leader_partition(tp)
+        partition.check_leader_epoch(current_leader_epoch)
+        last_fetchable = partition.high_watermark if only_committed else partition.log.log_end_offset
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(-1, last_fetchable, partition.leader_epoch)
+        if timestamp == EARLIEST_TIMESTAMP:
+            start = partition.log.log_start_offset
+            return TimestampAndOffset(-1, start, partition.log.leader_epoch_cache.epoch_for_offset(start))
+        found = partition.log.fetch_offset_by_timestamp(timestamp)
+        if found is None or found.offset >= last_fetchable:
+            return None
+        return found
+
+    def delete_records(self, tp: TopicPartition, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to `offset` (-1: the high watermark).
+        Returns the new low watermark."""
+        partition = self.leader_partition(tp)
+        hw = partition.high_watermark
+        if offset == -1:
+            offset = hw
+        if offset < 0 or offset > hw:
+            raise OffsetOutOfRangeError(
+                f"{tp}: cannot delete records below offset {offset}; the high watermark is {hw}")
+        partition.log.maybe_increment_log_start_offset(offset)
+        return partition.log.log_start_offset

@@ -1,0 +1,34 @@
+"""Produce (api key 0), v3+: one batch per partition, appended through the ReplicaManager.
+
+acks=0 gets no response at all; if any partition failed, the connection is closed instead, as
+Kafka does, so the producer notices. The record bytes are copied once, into a bytearray the log
+patches in place (base offset, leader epoch) and writes as they came.
+"""
+
+from __future__ import annotations
+
+from logbroker.protocol.responses.produce import ProducePartitionResult, ProduceTopicResult, encode_produce_response
+from logbroker.server.network import CLOSE
+from logbroker.types import TopicPartition
+
+API_KEY = 0
+
+
+async def handle(broker, request):
+    body = request.body
+    entries: dict[TopicPartition, bytearray] = {}
+    for topic in body.topic_data:
+        for partition in topic.partition_data:
+            entries[TopicPartition(topic.name, partition.index)] = bytearray(partition.records or b"")
+    results = await broker.replica_manager.append_records(
+        timeout_ms=int(body.timeout.total_seconds() * 1000), required_acks=body.acks, entries=entries)
+    if body.acks == 0:
+        return CLOSE if any(r.error is not None for r in results.values()) else None
+    by_topic: dict[str, list[ProducePartitionResult]] = {}
+    for tp, r in results.items():
+        error = r.error
+        by_topic.setdefault(tp.topic, []).append(ProducePartitionResult(
+            tp.partition, error.code if error else 0, r.base_offset, r.log_append_time_ms,
+            r.log_start_offset, error_message=str(error) or None if error else None))
+    topics = [ProduceTopicResult(name, parts) for name, parts in by_topic.items()]
+    return [encode_produce_response(request.api_version, request.correlation_id, topics)]

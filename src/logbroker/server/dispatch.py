@@ -1,0 +1,104 @@
+"""Dispatch: one request frame in, one response (or none) out — and the one place where
+exceptions become Kafka error codes.
+
+Each API lives in its own module under `server/apis/` with `API_KEY` and
+`handle(broker, request)`. A handler returns a dict (built into that version's kio response and
+encoded here), ready chunks (the hand-written hot encoders, Fetch's file regions), None (no
+response: acks=0) or CLOSE; an async handler returns the same from a coroutine.
+
+A frame we cannot parse or an API we do not know closes the connection with one log line, as
+Kafka does; an unexpected exception in a handler is logged once and closes only that connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from kio.index import load_response_schema
+
+from logbroker.errors import KafkaError, UnknownServerError
+from logbroker.protocol import codec
+from logbroker.server.apis import REGISTRY
+from logbroker.server.network import CLOSE, KafkaConnection
+from logbroker.server.responses import build
+
+log = logging.getLogger("kafka.server.KafkaApis")
+request_log = logging.getLogger("kafka.request.logger")
+
+
+@dataclass(slots=True)
+class RequestContext:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any
+    connection: KafkaConnection | None
+
+
+def error_code(exc: BaseException) -> int:
+    """The Kafka error code for an exception; anything not a KafkaError is a bug and is logged."""
+    if isinstance(exc, KafkaError):
+        return exc.code
+    log.error("Unexpected error: %r", exc, exc_info=exc)
+    return UnknownServerError.code
+
+
+@functools.cache
+def _response_class(api_key: int, api_version: int) -> type:
+    return load_response_schema(api_key, api_version)
+
+
+class Dispatcher:
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def __call__(self, frame: memoryview, connection: KafkaConnection):
+        try:
+            request = codec.decode_request(frame)
+        except codec.UnsupportedApiVersionsRequest as exc:
+            return [exc.response]
+        except KafkaError as exc:
+            log.warning("Closing connection from %s: %s", connection.peer, exc)
+            return CLOSE
+        except Exception as exc:  # noqa: BLE001 - garbage from a client must not crash the broker
+            log.warning("Closing connection from %s: malformed request (%r)", connection.peer, exc)
+            return CLOSE
+        handler = REGISTRY[request.api_key]
+        ctx = RequestContext(request.api_key, request.api_version, request.correlation_id,
+                             request.client_id, request.body, connection)
+        if request_log.isEnabledFor(logging.DEBUG):
+            request_log.debug("Request %s v%d from %s (client %s, correlation %d)", handler.__module__,
+                              ctx.api_version, connection.peer, ctx.client_id, ctx.correlation_id)
+        try:
+            result = handler(self.broker, ctx)
+        except Exception as exc:  # noqa: BLE001
+            return self._failed(ctx, exc)
+        if asyncio.iscoroutine(result):
+            return self._finish(ctx, result)
+        return self.encode(ctx, result)
+
+    async def _finish(self, ctx: RequestContext, coroutine):
+        try:
+            result = await coroutine
+        except Exception as exc:  # noqa: BLE001
+            return self._failed(ctx, exc)
+        return self.encode(ctx, result)
+
+    def _failed(self, ctx: RequestContext, exc: Exception):
+        log.error("Closing connection from %s: error handling API key %d v%d (correlation %d): %r",
+                  ctx.connection.peer if ctx.connection else "?", ctx.api_key, ctx.api_version,
+                  ctx.correlation_id, exc, exc_info=not isinstance(exc, KafkaError))
+        return CLOSE
+
+    @staticmethod
+    def encode(ctx: RequestContext, result):
+        if result is None or result is CLOSE or isinstance(result, list):
+            return result
+        body = result if dataclasses.is_dataclass(result) else build(_response_class(ctx.api_key, ctx.api_version), result)
+        return [codec.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)]

@@ -1,0 +1,216 @@
+"""The socket side of the broker: listeners, connections, frames in, responses out in order.
+
+One asyncio.Protocol per connection. Every complete frame in a read is handed to the dispatcher at
+once (clients pipeline requests), and responses leave in request order, however long each takes:
+each request gets a slot in a queue, and one writer coroutine per connection drains the queue from
+the head.
+
+Writing: byte chunks go through the transport; a Fetch response's record regions go straight from
+the page cache to the socket with os.sendfile, never through Python. The two must not interleave,
+so the transport's high-water mark is 0: any byte it has to buffer pauses writing, and the writer
+waits for `resume_writing` (the buffer is empty again) before its next sendfile. When sendfile hits
+a full socket, a small piece of the region is written through the transport instead, which parks
+the writer until the socket drains — the only time record bytes are copied, a few KiB per stall.
+
+Backpressure: a connection with more than MAX_IN_FLIGHT unanswered requests stops being read
+until the writer catches up, so a fast producer cannot make the broker buffer without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Union
+
+from logbroker.errors import KafkaError
+from logbroker.protocol.framing import FrameDecoder
+from logbroker.storage.values import FileRegion
+
+log = logging.getLogger("kafka.network.SocketServer")
+
+MAX_IN_FLIGHT = 128
+RESUME_IN_FLIGHT = 32
+STALL_PIECE_BYTES = 4096
+
+
+class Close:
+    """A response slot that closes the connection once the responses before it are written."""
+
+
+CLOSE = Close()
+Chunks = list[Union[bytes, bytearray, memoryview, FileRegion]]
+Response = Union[Chunks, None, Close]
+Handler = Callable[[memoryview, "KafkaConnection"], Union[Response, Awaitable[Response]]]
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.decoder = FrameDecoder(server.max_request_bytes)
+        self.last_active_ms = server.clock_ms()
+        self._slots: collections.deque = collections.deque()
+        self._slot_ready = asyncio.Event()
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self._reading_paused = False
+        self._writer: asyncio.Task | None = None
+        self._sock_fd = -1
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        self._sock_fd = sock.fileno()
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        transport.set_write_buffer_limits(high=0)
+        self._writer = asyncio.get_running_loop().create_task(self._write_loop())
+        self.server.connections.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active_ms = self.server.clock_ms()
+        try:
+            frames = self.decoder.feed(data)
+        except KafkaError as exc:
+            log.warning("Closing connection from %s: %s", self.peer, exc)
+            self.abort()
+            return
+        for frame in frames:
+            result = self.server.handler(frame, self)
+            if asyncio.iscoroutine(result):
+                result = asyncio.ensure_future(result)
+            self._slots.append(result)
+        if frames:
+            self._slot_ready.set()
+        if len(self._slots) > MAX_IN_FLIGHT and not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.connections.discard(self)
+        if self._writer is not None:
+            self._writer.cancel()
+        for slot in self._slots:
+            if isinstance(slot, asyncio.Future):
+                slot.cancel()
+        self._slots.clear()
+        self._can_write.set()
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    # -- writing ------------------------------------------------------------------------------
+    async def _write_loop(self) -> None:
+        try:
+            while True:
+                if not self._slots:
+                    self._slot_ready.clear()
+                    await self._slot_ready.wait()
+                    continue
+                slot = self._slots[0]
+                response = await slot if isinstance(slot, asyncio.Future) else slot
+                self._slots.popleft()
+                if self._reading_paused and len(self._slots) <= RESUME_IN_FLIGHT:
+                    self._reading_paused = False
+                    self.transport.resume_reading()
+                if response is None:
+                    continue
+                if response is CLOSE:
+                    self.transport.close()
+                    return
+                await self._send(response)
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # noqa: BLE001 - one bad connection must not leave a dangling task
+            log.exception("Closing connection from %s after a failure while writing", self.peer)
+            self.abort()
+
+    async def _send(self, chunks: Chunks) -> None:
+        pending: list = []
+        for chunk in chunks:
+            if isinstance(chunk, FileRegion):
+                if pending:
+                    await self._write_bytes(pending)
+                    pending = []
+                await self._sendfile(chunk)
+            else:
+                pending.append(chunk)
+        if pending:
+            await self._write_bytes(pending)
+
+    async def _write_bytes(self, pieces: list) -> None:
+        if not self._can_write.is_set():
+            await self._can_write.wait()
+        self.transport.writelines(pieces)
+
+    async def _sendfile(self, region: FileRegion) -> None:
+        offset, remaining = region.position, region.size
+        while remaining > 0:
+            if not self._can_write.is_set():
+                await self._can_write.wait()
+            if self.transport.is_closing():
+                return
+            try:
+                sent = os.sendfile(self._sock_fd, region.fd, offset, remaining)
+            except BlockingIOError:
+                piece = os.pread(region.fd, min(remaining, STALL_PIECE_BYTES), offset)
+                self.transport.write(piece)
+                sent = len(piece)
+            if sent == 0:
+                # The file is shorter than the size already promised in the response frame.
+                raise OSError(f"segment file ended {remaining} bytes early while sending a fetch response")
+            offset += sent
+            remaining -= sent
+
+
+class KafkaServer:
+    """The listeners of one broker. `handler(frame, connection)` answers one request frame."""
+
+    def __init__(self, handler: Handler, *, max_request_bytes: int, connections_max_idle_ms: int,
+                 clock_ms: Callable[[], int]) -> None:
+        self.handler = handler
+        self.max_request_bytes = max_request_bytes
+        self.connections_max_idle_ms = connections_max_idle_ms
+        self.clock_ms = clock_ms
+        self.connections: set[KafkaConnection] = set()
+        self._servers: list[asyncio.base_events.Server] = []
+
+    async def listen(self, host: str, port: int) -> int:
+        """Start a listener; returns the bound port (useful with port 0)."""
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: KafkaConnection(self), host or None, port,
+                                          reuse_address=True, backlog=1024)
+        self._servers.append(server)
+        return server.sockets[0].getsockname()[1]
+
+    def close_idle_connections(self) -> int:
+        """Close connections silent for connections.max.idle.ms; returns how many."""
+        now = self.clock_ms()
+        idle = [c for c in self.connections if now - c.last_active_ms > self.connections_max_idle_ms]
+        for connection in idle:
+            log.info("Closing idle connection from %s", connection.peer)
+            connection.abort()
+        return len(idle)
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for connection in list(self.connections):
+            connection.abort()
+        for server in self._servers:
+            await server.wait_closed()
