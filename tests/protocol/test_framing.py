@@ -135,3 +135,21 @@ def test_reused_input_buffer_does_not_corrupt_frames():
     (frame,) = decoder.feed(buffer)
     buffer[4:7] = b"xyz"
     assert bytes(frame) == b"abc"
+
+
+def test_frame_split_across_reads_decodes_like_a_whole_one():
+    """kio refuses writable buffers: a frame reassembled from several reads must decode too."""
+    import struct
+
+    from logbroker.protocol.codec import decode_request
+
+    # ApiVersions v3 request: header v2 (api 18, v3, correlation 7, client id "c", no tags),
+    # body: client_software_name "lb", client_software_version "1", no tags.
+    body = struct.pack(">hhih", 18, 3, 7, 1) + b"c" + b"\x00" + b"\x03lb" + b"\x021" + b"\x00"
+    wire = struct.pack(">i", len(body)) + body
+    decoder = FrameDecoder()
+    assert decoder.feed(wire[:9]) == []
+    (frame,) = decoder.feed(wire[9:])
+    request = decode_request(frame)
+    assert (request.api_key, request.api_version, request.correlation_id) == (18, 3, 7)
+    assert request.body.client_software_name == "lb"

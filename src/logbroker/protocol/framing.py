@@ -98,7 +98,7 @@ class FrameDecoder:
             pos += take
             if take < need:
                 return frames
-            frames.append(memoryview(partial)[SIZE_PREFIX_BYTES:])
+            frames.append(memoryview(partial)[SIZE_PREFIX_BYTES:].toreadonly())
             # That bytearray now belongs to the view just handed out; never resize it again.
             self._partial = partial = bytearray()
             self._partial_size = -1

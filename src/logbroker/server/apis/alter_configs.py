@@ -1,0 +1,73 @@
+"""AlterConfigs (api key 33), v0-2: replace a topic's config overrides with the given set.
+
+Kafka's semantics, which surprise people: the set given becomes the topic's *whole* set of
+overrides, so every override not named is removed (IncrementalAlterConfigs changes single keys).
+The new set is validated as a whole before anything changes: an unknown key or a bad value is
+INVALID_CONFIG naming the key (Kafka's ZooKeeper-era broker says INVALID_REQUEST for a bad value;
+KRaft and we say INVALID_CONFIG), a null value INVALID_REQUEST. validate_only stops after the
+checks.
+
+Broker resources: logbroker has no dynamic broker configs, so changing one is INVALID_REQUEST with
+a message saying to edit server.properties; other resource types are INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from logbroker.errors import InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from logbroker.server.apis.describe_configs import BROKER, TOPIC
+from logbroker.storage.log_config import LogConfig
+
+API_KEY = 33
+
+log = logging.getLogger("kafka.server.ZkAdminManager")
+
+
+def handle(broker, request) -> dict:
+    body = request.body
+    responses = []
+    for resource in body.resources:
+        result = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
+                  "error_code": 0, "error_message": None}
+        try:
+            if resource.resource_type == TOPIC:
+                null_values = [c.name for c in resource.configs if c.value is None]
+                if null_values:
+                    raise InvalidRequestError(f"Null value not supported for : {','.join(null_values)}")
+                replace_topic_configs(broker, resource.resource_name,
+                                      {c.name: c.value for c in resource.configs},
+                                      validate_only=body.validate_only)
+            elif resource.resource_type == BROKER:
+                refuse_broker_change(broker, resource.resource_name, [c.name for c in resource.configs])
+            else:
+                raise InvalidRequestError("AlterConfigs is only supported for topics and brokers, "
+                                          f"but resource type is {resource.resource_type}")
+        except KafkaError as exc:
+            result.update(error_code=exc.code, error_message=str(exc) or None)
+        responses.append(result)
+    return {"responses": responses}
+
+
+def replace_topic_configs(broker, name: str, configs: dict[str, str], *, validate_only: bool) -> None:
+    """Make `configs` the topic's whole set of overrides, after validating them together."""
+    if not name:
+        raise InvalidRequestError("Default topic resources are not allowed.")
+    if broker.store.topic(name) is None:
+        raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+    LogConfig.defaults().with_overrides(configs)  # InvalidConfigError naming the key
+    if validate_only:
+        return
+    log.info("Updating topic %s with new configuration : %s", name,
+             ",".join(f"{k}={v}" for k, v in sorted(configs.items())))
+    broker.set_topic_configs(name, configs)
+
+
+def refuse_broker_change(broker, resource_name: str, keys: list[str]) -> None:
+    """Broker configs are static in logbroker: say so, and how to change them."""
+    if resource_name and resource_name != str(broker.broker_id):
+        raise InvalidRequestError(f"Unexpected broker id, expected {broker.broker_id} or empty "
+                                  f"string, but received {resource_name}")
+    raise InvalidRequestError(
+        "logbroker does not support dynamic broker configs: set "
+        f"{', '.join(keys) or 'the keys'} in server.properties (or with --override) and restart the broker")

@@ -1,0 +1,64 @@
+"""DeleteTopics (api key 20), v1-6: delete topics by name (v6: by name or by topic id).
+
+As Kafka's ZooKeeper-era broker: with delete.topic.enable=false every topic gets
+TOPIC_DELETION_DISABLED (v3+; older versions have no such code and get INVALID_REQUEST); an
+unknown name is UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID, and an entry with both
+a name and an id INVALID_REQUEST. v6 answers each topic with its name and id. A topic's logs are
+deleted before the answer, so a topic of the same name can be created right after.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from logbroker.errors import (
+    InvalidRequestError,
+    KafkaError,
+    TopicDeletionDisabledError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
+
+API_KEY = 20
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def handle(broker, request) -> dict:
+    body = request.body
+    if request.api_version >= 6:
+        wanted = [(t.name, t.topic_id or ZERO_UUID) for t in body.topics]
+    else:
+        wanted = [(name, ZERO_UUID) for name in body.topic_names]
+    deletion_enabled = getattr(broker.config, "delete_topic_enable", True)
+    responses = []
+    for name, topic_id in wanted:
+        result = {"name": name, "topic_id": topic_id, "error_code": 0, "error_message": None}
+        try:
+            if not deletion_enabled:
+                if request.api_version >= 3:
+                    raise TopicDeletionDisabledError("Topic deletion is disabled.")
+                raise InvalidRequestError("Topic deletion is disabled.")
+            name, topic_id = _resolve(broker, name, topic_id)
+            result.update(name=name, topic_id=topic_id)
+            broker.delete_topic(name)
+        except KafkaError as exc:
+            result.update(error_code=exc.code, error_message=str(exc) or None)
+        responses.append(result)
+    return {"responses": responses}
+
+
+def _resolve(broker, name: str | None, topic_id: uuid.UUID) -> tuple[str, uuid.UUID]:
+    """(name, topic id) of an existing topic named by name or by id."""
+    store = broker.store
+    if topic_id != ZERO_UUID:
+        if name is not None:
+            raise InvalidRequestError("Topic name and topic ID can not both be specified.")
+        for info in store.topics().values():
+            if info.topic_id == topic_id:
+                return info.name, info.topic_id
+        raise UnknownTopicIdError("This server does not host this topic ID.")
+    info = store.topic(name) if name is not None else None
+    if info is None:
+        raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+    return info.name, info.topic_id
+

@@ -1,0 +1,191 @@
+"""DescribeConfigs (api key 32), v1-4: every config of a topic or of this broker, with its source.
+
+Clients do read-modify-write with this answer (KAFKA-NOTES 13): a tool that keeps only the
+entries whose source is DYNAMIC_TOPIC_CONFIG must find exactly the topic's overrides there, so
+sources and synonyms follow Kafka's ConfigHelper to the letter:
+
+- A topic config lists every key of `TOPIC_CONFIGS` with its effective value. Its synonyms are the
+  topic's override (source 1), then its broker synonyms set in server.properties (source 4), then
+  those with a Kafka default (source 5) — from the first one *named like the topic config's own
+  broker key* on, so `retention.ms` with only `log.retention.hours` set has no synonyms and
+  source DEFAULT_CONFIG, exactly as Kafka answers. The entry's source is its first synonym's.
+- A broker resource named after this broker's id lists every key KafkaConfig implements, plus
+  every other key given to it (hidden when possibly sensitive), read-only: logbroker has no
+  dynamic broker configs. The empty name (the cluster-wide dynamic default) has none.
+
+CreateTopics v5+ answers with the same topic entries (`topic_config_entries`).
+"""
+
+from __future__ import annotations
+
+from logbroker.errors import InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from logbroker.metadata.controller import validate_topic_name
+from logbroker.metadata.model import TopicInfo
+from logbroker.server.config import BROKER_CONFIGS, LOG_CONFIG_SYNONYMS, ConfigSource
+from logbroker.storage.log_config import TOPIC_CONFIGS, format_value
+
+API_KEY = 32
+
+# ConfigResource.Type
+TOPIC = 2
+BROKER = 4
+BROKER_LOGGER = 8
+
+# DescribeConfigsResponse.ConfigType, by our config types' names.
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
+                "list": 7, "class": 8, "password": 9}
+UNKNOWN_CONFIG_TYPE = 0
+
+# Topic configs that have no broker-level key in Kafka (ServerTopicConfigSynonyms leaves them
+# out), so they answer with no synonyms.
+_NO_BROKER_SYNONYM = frozenset({"leader.replication.throttled.replicas",
+                                "follower.replication.throttled.replicas"})
+
+
+def handle(broker, request) -> dict:
+    body = request.body
+    include_synonyms = body.include_synonyms
+    include_documentation = getattr(body, "include_documentation", False)
+    results = []
+    for resource in body.resources:
+        result = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
+                  "error_code": 0, "error_message": None, "configs": []}
+        keys = set(resource.configuration_keys) if resource.configuration_keys else None
+        try:
+            if resource.resource_type == TOPIC:
+                result["configs"] = describe_topic(broker, resource.resource_name, keys=keys,
+                                                   include_synonyms=include_synonyms,
+                                                   include_documentation=include_documentation)
+            elif resource.resource_type == BROKER:
+                result["configs"] = describe_broker(broker, resource.resource_name, keys=keys,
+                                                    include_synonyms=include_synonyms,
+                                                    include_documentation=include_documentation)
+            else:
+                raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
+        except KafkaError as exc:
+            result.update(error_code=exc.code, error_message=str(exc) or None, configs=[])
+        results.append(result)
+    return {"results": results}
+
+
+# ---- topics ---------------------------------------------------------------------------------
+
+def describe_topic(broker, name: str, *, keys: set[str] | None, include_synonyms: bool,
+                   include_documentation: bool) -> list[dict]:
+    validate_topic_name(name)
+    info = broker.store.topic(name)
+    if info is None:
+        raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+    return topic_config_entries(broker, info, keys=keys, include_synonyms=include_synonyms,
+                                include_documentation=include_documentation)
+
+
+def topic_config_entries(broker, info: TopicInfo, *, keys: set[str] | None = None,
+                         include_synonyms: bool = False,
+                         include_documentation: bool = False) -> list[dict]:
+    """Every config of a topic (or only `keys`), as DescribeConfigs and CreateTopics list them.
+
+    `info` need not be stored yet (CreateTopics with validate_only)."""
+    values = broker.topic_log_config(info).to_props()
+    entries = []
+    for name in sorted(values):
+        if keys is not None and name not in keys:
+            continue
+        definition = TOPIC_CONFIGS[name]
+        value = values[name]
+        synonyms = topic_broker_synonyms(broker.config, name)
+        if name in info.configs:
+            synonyms.insert(0, _synonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        entries.append({
+            "name": name,
+            "value": value,
+            "read_only": False,
+            "config_source": synonyms[0]["source"] if synonyms else int(ConfigSource.DEFAULT_CONFIG),
+            "is_sensitive": False,
+            "synonyms": synonyms if include_synonyms else [],
+            "config_type": CONFIG_TYPES.get(definition.type, UNKNOWN_CONFIG_TYPE),
+            "documentation": definition.doc if include_documentation else None,
+        })
+    return entries
+
+
+def topic_broker_synonyms(config, topic_config: str) -> list[dict]:
+    """The broker-level synonyms of a topic config, as Kafka lists them (see the module doc)."""
+    if topic_config in _NO_BROKER_SYNONYM:
+        return []
+    group = [name for name, _factor in LOG_CONFIG_SYNONYMS.get(topic_config, ())]
+    if not group:
+        return []
+    return _config_synonyms(config, group[0], group)
+
+
+# ---- this broker ----------------------------------------------------------------------------
+
+def describe_broker(broker, resource_name: str, *, keys: set[str] | None, include_synonyms: bool,
+                    include_documentation: bool) -> list[dict]:
+    if not resource_name:
+        return []  # the cluster-wide dynamic defaults: logbroker has none
+    try:
+        broker_id = int(resource_name)
+    except ValueError:
+        raise InvalidRequestError(f"Broker id must be an integer, but it is: {resource_name}") from None
+    if broker_id != broker.broker_id:
+        raise InvalidRequestError(f"Unexpected broker id, expected {broker.broker_id} or empty "
+                                  f"string, but received {resource_name}")
+    config = broker.config
+    entries = []
+    for entry in config.describe():
+        if keys is not None and entry.name not in keys:
+            continue
+        definition = BROKER_CONFIGS.get(entry.name)
+        config_type = CONFIG_TYPES.get(definition.type if definition else "", UNKNOWN_CONFIG_TYPE)
+        if definition is not None:
+            synonyms = _config_synonyms(config, entry.name, _broker_synonym_group(entry.name))
+        else:  # a Kafka key logbroker does not use, as it was given
+            synonyms = [_synonym(entry.name, entry.value, ConfigSource.STATIC_BROKER_CONFIG)]
+        entries.append({
+            "name": entry.name,
+            "value": entry.value,
+            "read_only": True,
+            "config_source": synonyms[0]["source"] if synonyms else int(ConfigSource.DEFAULT_CONFIG),
+            "is_sensitive": entry.sensitive,
+            "synonyms": synonyms if include_synonyms else [],
+            "config_type": config_type,
+            "documentation": (definition.doc if definition else None) if include_documentation else None,
+        })
+    return entries
+
+
+def _broker_synonym_group(name: str) -> list[str]:
+    """Kafka's DynamicBrokerConfig.brokerConfigSynonyms: the time-unit spellings of one setting
+    (log.roll.ms / log.roll.hours, …) are synonyms of each other; log.flush.interval.ms falls back
+    to log.flush.scheduler.interval.ms but not the other way round; any other key stands alone."""
+    for topic_config, synonyms in LOG_CONFIG_SYNONYMS.items():
+        group = [n for n, _factor in synonyms]
+        if len(group) > 1 and name in group and (topic_config != "flush.ms" or name == group[0]):
+            return group
+    return [name]
+
+
+# ---- Kafka's synonym order ------------------------------------------------------------------
+
+def _config_synonyms(config, name: str, group: list[str]) -> list[dict]:
+    """Kafka's ConfigHelper.configSynonyms without the dynamic layers (logbroker has none): the
+    keys of `group` set statically, then those with a default, in the group's order — then drop
+    everything before the first entry named `name`. The drop is why `retention.ms` does not
+    show `log.retention.hours`: Kafka only lists synonyms from the config's own key on."""
+    originals = config.originals
+    found = [_synonym(key, originals[key].strip(), ConfigSource.STATIC_BROKER_CONFIG)
+             for key in group if key in originals]
+    for key in group:
+        definition = BROKER_CONFIGS.get(key)
+        if definition is not None and definition.default is not None:
+            found.append(_synonym(key, format_value(definition.default), ConfigSource.DEFAULT_CONFIG))
+    for i, synonym in enumerate(found):
+        if synonym["name"] == name:
+            return found[i:]
+    return []
+
+
+def _synonym(name: str, value: str | None, source: ConfigSource) -> dict:
+    return {"name": name, "value": value, "source": int(source)}

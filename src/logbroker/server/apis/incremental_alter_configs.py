@@ -1,0 +1,101 @@
+"""IncrementalAlterConfigs (api key 44), v0-1: change single topic config keys.
+
+Operations (Kafka's AlterConfigOp.OpType): SET (0) a key's override, DELETE (1) it (the topic
+falls back to the broker default), APPEND (2) items to / SUBTRACT (3) items from a list-typed key
+such as cleanup.policy. APPEND and SUBTRACT start from the topic's current value — its override,
+or else the broker's default (Kafka starts from the topic-config default even when server.properties
+changed it; the value a client sees in DescribeConfigs is the better start). APPEND skips items
+already there; an emptied list is an empty value.
+
+The resulting set of overrides is validated as a whole, then stored (not with validate_only).
+Errors, per resource: a resource named twice in one request, a key named twice in one resource,
+an unknown operation, a null value to SET, APPEND/SUBTRACT on a non-list key — INVALID_REQUEST;
+an unknown key or bad value — INVALID_CONFIG naming the key; an unknown topic —
+UNKNOWN_TOPIC_OR_PARTITION. Broker resources are refused as in AlterConfigs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from logbroker.errors import (
+    InvalidConfigError,
+    InvalidRequestError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
+from logbroker.server.apis.alter_configs import refuse_broker_change, replace_topic_configs
+from logbroker.server.apis.describe_configs import BROKER, TOPIC
+from logbroker.storage.log_config import TOPIC_CONFIGS
+
+API_KEY = 44
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def handle(broker, request) -> dict:
+    body = request.body
+    resource_counts = Counter((r.resource_type, r.resource_name) for r in body.resources)
+    responses = []
+    for resource in body.resources:
+        result = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
+                  "error_code": 0, "error_message": None}
+        try:
+            if resource_counts[(resource.resource_type, resource.resource_name)] > 1:
+                raise InvalidRequestError("Each resource must appear at most once.")
+            duplicates = sorted(k for k, n in Counter(c.name for c in resource.configs).items() if n > 1)
+            if duplicates:
+                raise InvalidRequestError(f"Error due to duplicate config keys: {', '.join(duplicates)}")
+            if resource.resource_type == TOPIC:
+                alter_topic(broker, resource.resource_name, resource.configs,
+                            validate_only=body.validate_only)
+            elif resource.resource_type == BROKER:
+                refuse_broker_change(broker, resource.resource_name, [c.name for c in resource.configs])
+            else:
+                raise InvalidRequestError("IncrementalAlterConfigs is only supported for topics and "
+                                          f"brokers, but resource type is {resource.resource_type}")
+        except KafkaError as exc:
+            result.update(error_code=exc.code, error_message=str(exc) or None)
+        responses.append(result)
+    return {"responses": responses}
+
+
+def alter_topic(broker, name: str, operations, *, validate_only: bool) -> None:
+    if not name:
+        raise InvalidRequestError("Default topic resources are not allowed.")
+    info = broker.store.topic(name)
+    if info is None:
+        raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+    overrides = dict(info.configs)
+    current = None  # the effective values, computed on first APPEND / SUBTRACT
+    for op in operations:
+        key, value = op.name, op.value
+        if op.config_operation == SET:
+            if value is None:
+                raise InvalidRequestError(f"Null value not supported for : {key}")
+            overrides[key] = value
+        elif op.config_operation == DELETE:
+            overrides.pop(key, None)
+        elif op.config_operation in (APPEND, SUBTRACT):
+            definition = TOPIC_CONFIGS.get(key)
+            if definition is None:
+                raise InvalidConfigError(f"Unknown topic config name: {key}")
+            verb = "append" if op.config_operation == APPEND else "subtract"
+            if definition.type != "list":
+                raise InvalidRequestError(f"Config value {verb} is not allowed for config key: {key}")
+            if current is None:
+                current = broker.topic_log_config(info).to_props()
+            old = _split(overrides[key] if key in overrides else current[key])
+            given = _split(value or "")
+            if op.config_operation == APPEND:
+                new = old + [item for item in dict.fromkeys(given) if item not in old]
+            else:
+                new = [item for item in old if item not in given]
+            overrides[key] = ",".join(new)
+        else:
+            raise InvalidRequestError(f"Unknown config operation {op.config_operation} for config key: {key}")
+    replace_topic_configs(broker, name, overrides, validate_only=validate_only)
+
+
+def _split(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]

@@ -1,0 +1,918 @@
+"""One partition's log (Kafka's UnifiedLog and LocalLog in one class).
+
+A partition directory `<topic>-<partition>/` holds the segments (DESIGN.md §2), the
+`leader-epoch-checkpoint`, `partition.metadata` and the producer `.snapshot` files. `Log` keeps
+the segments sorted by base offset and the offsets that matter:
+
+    log_start_offset <= high_watermark <= log_end_offset
+    recovery_point <= log_end_offset      (everything below it is fsynced)
+
+Produce appends one batch with `append_as_leader` (validated from its header, offsets and leader
+epoch patched in place, written as it came); followers append fetched batches with
+`append_as_follower`; fetches get a file region from `read`. Rolling, retention, truncation,
+DeleteRecords and flushing are here too; loading and recovery are in `log_loader.py`.
+
+Threads: every method is synchronous and some block on disk. The event loop calls append, read
+and the offset queries (page-cache writes and small reads); anything that fsyncs (`flush`,
+`flush_if_needed`) or may remove many files (`delete_old_segments`, `delete_pending_files`,
+`close`, `delete`) belongs in a worker thread. An internal lock serialises all of them, and
+`flush` runs its fsyncs outside that lock, so a flush never stalls appends.
+
+Deleted segments (retention, truncation) are renamed `.deleted` and their files closed and
+removed `file.delete.delay.ms` later by `delete_pending_files`, so a FileRegion handed to a fetch
+just before stays readable (and its descriptor is not reused) until it has been sent.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import shutil
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from logbroker.clock import Clock
+from logbroker.errors import (
+    InconsistentTopicIdError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    UnknownServerError,
+)
+from logbroker.records.batch import (
+    NO_TIMESTAMP,
+    patch_base_offset,
+    patch_partition_leader_epoch,
+    read_header,
+)
+from logbroker.records.record_batch import RecordBatch, set_log_append_time
+from logbroker.storage.checkpoints import PARTITION_METADATA_FILE, PartitionMetadataFile, fsync_dir
+from logbroker.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache
+from logbroker.storage.log_config import LogConfig
+from logbroker.storage.log_loader import load_segments, open_segment, rebuild_producer_state
+from logbroker.storage.log_segment import DELETED_FILE_SUFFIX, LogSegment, log_file
+from logbroker.storage.log_validator import iter_replicated_batches, validate_batch
+from logbroker.storage.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ProducerStateManager,
+    flush_snapshot,
+)
+from logbroker.storage.retention import (
+    deletable_segments,
+    log_start_offset_breached,
+    retention_ms_breached,
+    retention_size_breached,
+)
+from logbroker.storage.values import FetchDataInfo, LogAppendInfo, TimestampAndOffset
+from logbroker.types import TopicPartition
+
+log = logging.getLogger(__name__)
+
+# ListOffsets special timestamps.
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+
+class UnexpectedAppendOffsetError(UnknownServerError):
+    """A follower append whose offsets start below the log end offset or go backwards
+    (Kafka's UnexpectedAppendOffsetException): the follower must truncate first."""
+
+
+@dataclass(slots=True)
+class _PendingDelete:
+    due_ms: int
+    segment: LogSegment
+    snapshots: list[Path] = field(default_factory=list)
+
+
+class Log:
+    """The log of one partition. Build it with `Log.open`. See the module docstring."""
+
+    def __init__(self, *, directory: Path, config: LogConfig, clock: Clock,
+                 topic_partition: TopicPartition, segments: list[LogSegment],
+                 log_start_offset: int, recovery_point: int, log_end_offset: int,
+                 leader_epoch_cache: LeaderEpochFileCache, producer_state: ProducerStateManager,
+                 topic_id: uuid.UUID | None) -> None:
+        self._dir = directory
+        self._config = config
+        self._clock = clock
+        self._tp = topic_partition
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._log_start_offset = log_start_offset
+        self._recovery_point = recovery_point
+        self._log_end_offset = log_end_offset
+        self._high_watermark = log_start_offset
+        self._epoch_cache = leader_epoch_cache
+        self._producer_state = producer_state
+        self._topic_id = topic_id
+        self._lock = threading.RLock()
+        self._flush_lock = threading.Lock()
+        self._generation = 0  # bumped when offsets below the log end are rewritten (truncation)
+        self._last_flush_ms = clock.time_ms()
+        self._pending_deletes: list[_PendingDelete] = []
+        self._unflushed_snapshots: list[Path] = []
+        self._max_offset_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
+        self._closed = False
+
+    # --- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike, config: LogConfig, *, clock: Clock,
+             recovery_point: int = 0, log_start_offset: int = 0, had_clean_shutdown: bool = False,
+             topic_id: uuid.UUID | None = None, high_watermark: int | None = None,
+             producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+             topic_partition: TopicPartition | None = None) -> Log:
+        """Open (creating if needed) the partition directory and load it (see log_loader.py).
+
+        `recovery_point` and `log_start_offset` come from the log dir's checkpoints,
+        `high_watermark` from replication-offset-checkpoint (clamped into the log); without
+        `had_clean_shutdown` every segment from the recovery point on is recovered. `topic_id`,
+        when given, is checked against partition.metadata (InconsistentTopicIdError) or written
+        there. Blocks on disk; run at startup or off the event loop.
+        """
+        directory = Path(directory)
+        tp = topic_partition or TopicPartition.from_dir_name(directory.name)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            epoch_cache = LeaderEpochFileCache(directory / LEADER_EPOCH_CHECKPOINT_FILE)
+            stored_topic_id = cls._read_topic_id(directory)
+            if topic_id is not None and stored_topic_id is not None and topic_id != stored_topic_id:
+                raise InconsistentTopicIdError(
+                    f"Tried to assign topic ID {topic_id} to log for partition {tp}, but "
+                    f"{directory / PARTITION_METADATA_FILE} holds topic ID {stored_topic_id}")
+            loaded = load_segments(directory, config, clock=clock, recovery_point=recovery_point,
+                                   log_start_offset=log_start_offset,
+                                   had_clean_shutdown=had_clean_shutdown, epoch_cache=epoch_cache)
+            epoch_cache.truncate_from_end(loaded.log_end_offset)
+            epoch_cache.truncate_from_start(loaded.log_start_offset)
+            producer_state = ProducerStateManager(
+                directory, max_producer_id_expiration_ms=producer_id_expiration_ms, clock=clock)
+            producer_state.remove_stray_snapshots(s.base_offset for s in loaded.segments)
+        except OSError as e:
+            raise KafkaStorageError(f"Error while loading log dir {directory}: {e}") from e
+        log_obj = cls(directory=directory, config=config, clock=clock, topic_partition=tp,
+                      segments=loaded.segments, log_start_offset=loaded.log_start_offset,
+                      recovery_point=loaded.recovery_point, log_end_offset=loaded.log_end_offset,
+                      leader_epoch_cache=epoch_cache, producer_state=producer_state,
+                      topic_id=stored_topic_id or topic_id)
+        try:
+            log_obj._rebuild_producer_state(loaded.log_end_offset, at_load=True,
+                                            reload_from_clean_shutdown=had_clean_shutdown)
+            if topic_id is not None and stored_topic_id is None:
+                PartitionMetadataFile(directory / PARTITION_METADATA_FILE).write(topic_id)
+        except OSError as e:
+            log_obj.close_handles()
+            raise KafkaStorageError(f"Error while loading log dir {directory}: {e}") from e
+        if high_watermark is not None:
+            log_obj.update_high_watermark(high_watermark)
+        if loaded.recovered_segments:
+            log.info("Loaded %s: recovered %d segment(s), truncated %d byte(s); log start %d, "
+                     "log end %d", tp, loaded.recovered_segments, loaded.truncated_bytes,
+                     loaded.log_start_offset, loaded.log_end_offset)
+        return log_obj
+
+    @staticmethod
+    def _read_topic_id(directory: Path) -> uuid.UUID | None:
+        metadata = PartitionMetadataFile(directory / PARTITION_METADATA_FILE)
+        return metadata.read() if metadata.exists() else None
+
+    # --- properties ------------------------------------------------------------------------
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return self._tp
+
+    @property
+    def dir(self) -> Path:
+        return self._dir
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    def update_config(self, config: LogConfig) -> None:
+        """Take a new topic config; new segments and the next appends follow it."""
+        with self._lock:
+            self._config = config
+
+    @property
+    def topic_id(self) -> uuid.UUID | None:
+        return self._topic_id
+
+    def assign_topic_id(self, topic_id: uuid.UUID) -> None:
+        """Set the topic id of a log that has none and write partition.metadata (fsync);
+        InconsistentTopicIdError if it has another one."""
+        with self._lock:
+            if self._topic_id is not None:
+                if self._topic_id != topic_id:
+                    raise InconsistentTopicIdError(
+                        f"Tried to assign topic ID {topic_id} to log for partition {self._tp}, but "
+                        f"log already contained topic ID {self._topic_id}")
+                return
+            PartitionMetadataFile(self._dir / PARTITION_METADATA_FILE).write(topic_id)
+            self._topic_id = topic_id
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def leader_epoch_cache(self) -> LeaderEpochFileCache:
+        return self._epoch_cache
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self._producer_state
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._epoch_cache.latest_epoch
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        """The segments in base offset order (a snapshot; the last is the active one)."""
+        return tuple(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def num_unflushed_messages(self) -> int:
+        return self._log_end_offset - self._recovery_point
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        return (f"Log({self._tp}, dir={str(self._dir)!r}, log_start_offset={self._log_start_offset}, "
+                f"log_end_offset={self._log_end_offset}, high_watermark={self._high_watermark})")
+
+    # --- high watermark and leader epochs --------------------------------------------------
+
+    def update_high_watermark(self, high_watermark: int) -> int:
+        """Set the high watermark, clamped to [log_start_offset, log_end_offset]; returns it."""
+        with self._lock:
+            hw = min(max(high_watermark, self._log_start_offset), self._log_end_offset)
+            self._high_watermark = hw
+            return hw
+
+    def maybe_increment_high_watermark(self, high_watermark: int) -> bool:
+        """Move the high watermark up (never down, never past the log end); True if it moved."""
+        with self._lock:
+            if high_watermark > self._log_end_offset:
+                raise ValueError(f"High watermark {high_watermark} update exceeds the log end "
+                                 f"offset {self._log_end_offset} of {self._tp}")
+            if high_watermark <= self._high_watermark:
+                return False
+            self._high_watermark = high_watermark
+            return True
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """Record that `leader_epoch` starts at `start_offset` (a new leader at its log end)."""
+        with self._lock:
+            self._epoch_cache.assign(leader_epoch, start_offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
+        """OffsetForLeaderEpoch: (epoch, end offset) as LeaderEpochFileCache.end_offset_for, or
+        None when the epoch is unknown (Kafka answers UNDEFINED_EPOCH_OFFSET)."""
+        with self._lock:
+            epoch, end_offset = self._epoch_cache.end_offset_for(leader_epoch, self._log_end_offset)
+            return None if end_offset < 0 else (epoch, end_offset)
+
+    # --- appending -------------------------------------------------------------------------
+
+    def append_as_leader(self, buf, *, leader_epoch: int, is_from_client: bool = True) -> LogAppendInfo:
+        """Validate one produced batch, assign its offsets and append it.
+
+        `buf` (a bytearray or writable memoryview the caller owns) must be exactly one batch; its
+        baseOffset and partitionLeaderEpoch are patched in place (and, for a LogAppendTime topic,
+        its attributes, maxTimestamp and CRC), then its bytes are written as they are. A retry of
+        one of an idempotent producer's last five batches is not written again: the answer
+        carries the original offsets and `duplicate=True`. Raises the validation errors of
+        log_validator.py and the producer-state errors (OUT_OF_ORDER_SEQUENCE_NUMBER, …).
+
+        Runs on the event loop: a page-cache write, no fsync (see `needs_flush`).
+        """
+        view = memoryview(buf)
+        if view.readonly:
+            view = memoryview(bytearray(view))
+        now_ms = self._clock.time_ms()
+        with self._lock:
+            self._check_open()
+            header = validate_batch(view, config=self._config, now_ms=now_ms,
+                                    is_from_client=is_from_client)
+            duplicate = self._producer_state.check(header)
+            if duplicate is not None:
+                return LogAppendInfo(
+                    first_offset=duplicate.first_offset, last_offset=duplicate.last_offset,
+                    max_timestamp=duplicate.timestamp, offset_of_max_timestamp=duplicate.last_offset,
+                    log_append_time_ms=duplicate.timestamp, log_start_offset=self._log_start_offset,
+                    record_count=header.records_count, valid_bytes=header.size_in_bytes,
+                    duplicate=True)
+            base_offset = self._log_end_offset
+            patch_base_offset(view, 0, base_offset)
+            patch_partition_leader_epoch(view, 0, leader_epoch)
+            log_append_time_ms = -1
+            if self._config.log_append_time and not header.is_control:
+                set_log_append_time(view, 0, now_ms)
+                log_append_time_ms = now_ms
+            header = read_header(view, 0)
+            last_offset = header.last_offset
+            try:
+                segment = self._maybe_roll(header.size_in_bytes, header.max_timestamp, last_offset,
+                                           now_ms, roll_offset=base_offset)
+                segment.append(largest_offset=last_offset, largest_timestamp=header.max_timestamp,
+                               offset_of_max_timestamp=last_offset, records=view)
+            except OSError as e:
+                raise KafkaStorageError(f"I/O error while appending to log {self._dir}: {e}") from e
+            self._log_end_offset = last_offset + 1
+            self._producer_state.update(header, base_offset)
+            if leader_epoch >= 0:
+                self._epoch_cache.assign(leader_epoch, base_offset)
+            return LogAppendInfo(
+                first_offset=base_offset, last_offset=last_offset,
+                max_timestamp=header.max_timestamp, offset_of_max_timestamp=last_offset,
+                log_append_time_ms=log_append_time_ms, log_start_offset=self._log_start_offset,
+                record_count=header.records_count, valid_bytes=header.size_in_bytes)
+
+    def append_as_follower(self, buf) -> LogAppendInfo:
+        """Append batches fetched from the leader, offsets and epochs as assigned there.
+
+        `buf` may hold several batches and end in a partial one (dropped). Each batch's CRC is
+        checked (CORRUPT_MESSAGE); offsets must increase and start at or after the log end
+        (UnexpectedAppendOffsetError otherwise: truncate first). Batches are written one by one
+        so the indexes match what recovery would rebuild. The leader epoch cache learns each
+        batch's epoch. With no complete batch, nothing happens (first_offset -1).
+        """
+        view = memoryview(buf)
+        now_ms = self._clock.time_ms()
+        batches = list(iter_replicated_batches(view))
+        if not batches:
+            return LogAppendInfo(first_offset=-1, last_offset=-1, max_timestamp=NO_TIMESTAMP,
+                                 offset_of_max_timestamp=-1, log_append_time_ms=-1,
+                                 log_start_offset=self._log_start_offset, record_count=0,
+                                 valid_bytes=0)
+        with self._lock:
+            self._check_open()
+            previous_last = self._log_end_offset - 1
+            for _, header in batches:
+                if header.base_offset <= previous_last or header.last_offset_delta < 0:
+                    raise UnexpectedAppendOffsetError(
+                        f"Unexpected offset in append to {self._tp}: batch [{header.base_offset}, "
+                        f"{header.last_offset}] does not follow offset {previous_last} (log end "
+                        f"offset {self._log_end_offset})")
+                previous_last = header.last_offset
+            max_timestamp, offset_of_max = NO_TIMESTAMP, -1
+            records = valid_bytes = 0
+            try:
+                for position, header in batches:
+                    size = header.size_in_bytes
+                    segment = self._maybe_roll(size, header.max_timestamp, header.last_offset,
+                                               now_ms, roll_offset=header.base_offset)
+                    segment.append(largest_offset=header.last_offset,
+                                   largest_timestamp=header.max_timestamp,
+                                   offset_of_max_timestamp=header.last_offset,
+                                   records=view[position:position + size])
+                    self._log_end_offset = header.next_offset
+                    self._producer_state.load_from_batch(header)
+                    epoch = header.partition_leader_epoch
+                    if epoch >= 0:
+                        self._epoch_cache.assign(epoch, header.base_offset)
+                    if header.max_timestamp > max_timestamp:
+                        max_timestamp, offset_of_max = header.max_timestamp, header.last_offset
+                    records += header.records_count
+                    valid_bytes += size
+            except OSError as e:
+                raise KafkaStorageError(f"I/O error while appending to log {self._dir}: {e}") from e
+            return LogAppendInfo(
+                first_offset=batches[0][1].base_offset, last_offset=batches[-1][1].last_offset,
+                max_timestamp=max_timestamp, offset_of_max_timestamp=offset_of_max,
+                log_append_time_ms=-1, log_start_offset=self._log_start_offset,
+                record_count=records, valid_bytes=valid_bytes)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"The log of {self._tp} in {self._dir} is closed")
+
+    # --- rolling ---------------------------------------------------------------------------
+
+    def _maybe_roll(self, size: int, max_timestamp: int, max_offset: int, now_ms: int, *,
+                    roll_offset: int) -> LogSegment:
+        segment = self._segments[-1]
+        config = self._config
+        if segment.should_roll(incoming_size=size, incoming_max_timestamp=max_timestamp,
+                               incoming_max_offset=max_offset, now_ms=now_ms,
+                               segment_bytes=config.segment_bytes, segment_ms=config.segment_ms):
+            log.debug("Rolling %s: active segment %d is %d bytes, incoming batch %d bytes",
+                      self._tp, segment.base_offset, segment.size, size)
+            return self._roll(roll_offset)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at max(expected_next_offset, log end offset).
+
+        The old active segment gets its final time index entry and its indexes and file trimmed;
+        a producer snapshot is taken at the new base offset. Its fsync is left to the next
+        `flush` (see `needs_flush`).
+        """
+        with self._lock:
+            self._check_open()
+            try:
+                return self._roll(expected_next_offset)
+            except OSError as e:
+                raise KafkaStorageError(f"I/O error while rolling log {self._dir}: {e}") from e
+
+    def _roll(self, expected_next_offset: int | None) -> LogSegment:
+        new_offset = max(expected_next_offset or 0, self._log_end_offset)
+        active = self._segments[-1]
+        if new_offset == active.base_offset:
+            if active.size != 0:
+                raise KafkaStorageError(
+                    f"Trying to roll a new log segment for {self._tp} with start offset "
+                    f"{new_offset} while it already exists")
+            log.warning("Trying to roll a new log segment of %s with start offset %d = the start "
+                        "of the empty active segment; replacing it", self._tp, new_offset)
+            self._remove_and_delete_segments([active])
+        elif new_offset < active.base_offset:
+            raise KafkaStorageError(
+                f"Trying to roll a new log segment for {self._tp} with start offset {new_offset} "
+                f"lower than the start offset {active.base_offset} of the active segment")
+        else:
+            if log_file(self._dir, new_offset).exists():
+                log.warning("Newly rolled segment file %s already exists; deleting it first",
+                            log_file(self._dir, new_offset))
+                log_file(self._dir, new_offset).unlink()
+            active.on_become_inactive()
+        segment = open_segment(self._dir, new_offset, self._config, clock=self._clock,
+                               file_already_exists=False)
+        self._add_segment(segment)
+        self._producer_state.update_map_end_offset(new_offset)
+        snapshot = self._producer_state.take_snapshot(sync=False)
+        if snapshot is not None:
+            self._unflushed_snapshots.append(snapshot)
+        if self._high_watermark > self._log_end_offset:
+            self._high_watermark = self._log_end_offset
+        return segment
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        i = bisect.bisect_left(self._bases, segment.base_offset)
+        self._segments.insert(i, segment)
+        self._bases.insert(i, segment.base_offset)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def _floor_index(self, offset: int) -> int:
+        return bisect.bisect_right(self._bases, offset) - 1
+
+    def read(self, offset: int, *, max_bytes: int, max_offset: int | None = None,
+             min_one_message: bool = True) -> FetchDataInfo:
+        """The file region to send for a fetch from `offset`.
+
+        The region starts at the batch that contains `offset` (clients skip the records before
+        it) and holds at most `max_bytes` (with `min_one_message`, at least the first batch
+        whole), never crossing into the batch that holds `max_offset` (exclusive: the high
+        watermark for consumers, None for followers who read to the log end). It may end inside
+        a batch; clients drop a partial last batch. An offset at the log end or at/after
+        `max_offset` gives an empty FetchDataInfo (region None); OffsetOutOfRangeError only for
+        an offset below the log start offset or above the log end offset.
+        """
+        with self._lock:
+            self._check_open()
+            if offset < self._log_start_offset or offset > self._log_end_offset:
+                raise OffsetOutOfRangeError(
+                    f"Received request for offset {offset} for partition {self._tp}, but we only "
+                    f"have log segments from offset {self._log_start_offset} up to "
+                    f"{self._log_end_offset}")
+            limit = self._log_end_offset if max_offset is None else min(max_offset, self._log_end_offset)
+            if offset >= limit:
+                return FetchDataInfo(offset, None)
+            try:
+                if limit == self._log_end_offset:
+                    cap_base, cap_position = self._segments[-1].base_offset, None
+                else:
+                    cap_base, cap_position = self._position_of(limit)
+                i = max(0, self._floor_index(offset))
+                while i < len(self._segments):
+                    segment = self._segments[i]
+                    if segment.base_offset > cap_base:
+                        break
+                    max_position = cap_position if segment.base_offset == cap_base else None
+                    info = segment.read(offset, max_bytes, max_position=max_position,
+                                        min_one_message=min_one_message)
+                    if info is not None:
+                        return info
+                    i += 1
+            except OSError as e:
+                raise KafkaStorageError(f"I/O error while reading log {self._dir}: {e}") from e
+            return FetchDataInfo(offset, None)
+
+    def _position_of(self, offset: int) -> tuple[int, int]:
+        """(segment base, file position) of the batch holding `offset` (or the next batch; the
+        segment's end if none), cached for the last offset asked (usually the high watermark)."""
+        cached = self._max_offset_position
+        if cached is not None and cached[0] == offset:
+            return cached[1], cached[2]
+        segment = self._segments[max(0, self._floor_index(offset))]
+        found = segment.translate_offset(offset)
+        position = segment.size if found is None else found[0]
+        self._max_offset_position = (offset, segment.base_offset, position)
+        return segment.base_offset, position
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: -2 (earliest) → the log start offset; -1 (latest) → the log end offset
+        (the caller caps it with the high watermark or last stable offset); -3 (max timestamp) →
+        the record with the largest timestamp; otherwise the first record whose timestamp is
+        >= `timestamp` (segments skipped on their largest timestamp, then the time index, then
+        the records of the one batch that reaches the target). None when there is no such record.
+        Reads from disk; the timestamp search decodes one batch.
+        """
+        with self._lock:
+            self._check_open()
+            if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+                earliest = self._epoch_cache.earliest_entry
+                epoch = (earliest.epoch if earliest is not None
+                         and earliest.start_offset <= self._log_start_offset else -1)
+                return TimestampAndOffset(NO_TIMESTAMP, self._log_start_offset, epoch)
+            if timestamp == LATEST_TIMESTAMP:
+                latest = self._epoch_cache.latest_epoch
+                return TimestampAndOffset(NO_TIMESTAMP, self._log_end_offset,
+                                          -1 if latest is None else latest)
+            if timestamp == LATEST_TIERED_TIMESTAMP:
+                return TimestampAndOffset(NO_TIMESTAMP, -1, -1)  # no tiered storage
+            if timestamp == MAX_TIMESTAMP:
+                return self._max_timestamp_and_offset()
+            if timestamp < 0:
+                return None
+            for segment in list(self._segments):
+                if segment.largest_timestamp >= timestamp:
+                    found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+                    if found is not None:
+                        return found
+            return None
+
+    def _max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        best = None
+        for segment in self._segments:
+            if best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far:
+                best = segment
+        if best is None or best.max_timestamp_so_far < 0:
+            return None
+        target = best.max_timestamp_so_far
+        position = best.offset_index.lookup(best.offset_of_max_timestamp_so_far).position
+        for _, header, data in best.log.batches_with_data(position):
+            if header.max_timestamp != target:
+                continue
+            offset = header.last_offset
+            for record in RecordBatch(data, 0).records():
+                if record.timestamp == target:
+                    offset = record.offset
+                    break
+            epoch = header.partition_leader_epoch
+            return TimestampAndOffset(target, offset, epoch if epoch >= 0 else -1)
+        return None
+
+    # --- truncation ------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch that holds an offset >= `offset` (a batch straddling it goes
+        whole: the log end offset becomes the first offset not removed, <= `offset`). For
+        followers after OffsetForLeaderEpoch. Also trims the leader epoch cache, the producer
+        state and the high watermark. Returns whether anything was removed. Blocks on disk.
+        """
+        if offset < 0:
+            raise ValueError(f"Cannot truncate partition {self._tp} to a negative offset ({offset})")
+        with self._lock:
+            self._check_open()
+            if offset >= self._log_end_offset:
+                # A leader that assigned an epoch but wrote nothing before losing leadership
+                # leaves an entry past its log end: drop it.
+                self._epoch_cache.truncate_from_end(self._log_end_offset)
+                return False
+            log.info("Truncating %s to offset %d (log end offset %d)", self._tp, offset,
+                     self._log_end_offset)
+            if self._segments[0].base_offset > offset:
+                self.truncate_fully_and_start_at(offset)
+                return True
+            try:
+                doomed = [s for s in self._segments if s.base_offset > offset]
+                self._remove_and_delete_segments(doomed)
+                active = self._segments[-1]
+                active.truncate_to(offset)
+                self._generation += 1
+                self._max_offset_position = None
+                self._log_end_offset = active.read_next_offset()
+                self._recovery_point = min(self._recovery_point, self._log_end_offset)
+                self._epoch_cache.truncate_from_end(self._log_end_offset)
+                self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+                self._rebuild_producer_state(self._log_end_offset)
+                self._high_watermark = min(max(self._high_watermark, self._log_start_offset),
+                                           self._log_end_offset)
+            except OSError as e:
+                raise KafkaStorageError(f"I/O error while truncating log {self._dir}: {e}") from e
+            return True
+
+    def truncate_fully_and_start_at(self, offset: int, *, log_start_offset: int | None = None) -> None:
+        """Delete every segment and start an empty log at `offset` (a follower far behind the
+        leader's log start). Log start offset (default `offset`), log end offset, recovery point
+        and high watermark all move there; the leader epoch cache and producer state are
+        cleared. Blocks on disk.
+        """
+        with self._lock:
+            self._check_open()
+            log.info("Truncating %s fully and starting at offset %d", self._tp, offset)
+            try:
+                self._remove_and_delete_segments(list(self._segments))
+                self._add_segment(open_segment(self._dir, offset, self._config, clock=self._clock,
+                                               file_already_exists=False))
+                self._generation += 1
+                self._max_offset_position = None
+                self._log_end_offset = offset
+                self._recovery_point = offset
+                self._epoch_cache.clear_and_flush()
+                self._producer_state.truncate_fully_and_start_at(offset)
+                self._log_start_offset = offset if log_start_offset is None else log_start_offset
+                self._high_watermark = offset
+            except OSError as e:
+                raise KafkaStorageError(f"I/O error while truncating log {self._dir}: {e}") from e
+
+    # --- log start offset and retention ----------------------------------------------------
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """DeleteRecords: move the log start offset up to `offset` (OffsetOutOfRangeError above
+        the high watermark) and delete the segments now wholly below it. True if it moved."""
+        with self._lock:
+            self._check_open()
+            if offset > self._high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"Cannot increment the log start offset to {offset} of partition {self._tp} "
+                    f"since it is larger than the high watermark {self._high_watermark}")
+            if offset <= self._log_start_offset:
+                return False
+            log.info("Incrementing log start offset of %s to %d", self._tp, offset)
+            self._update_log_start_offset(offset)
+            self._delete_old_segments(log_start_offset_breached(offset))
+            return True
+
+    def _update_log_start_offset(self, offset: int) -> None:
+        self._log_start_offset = offset
+        if self._high_watermark < offset:
+            self._high_watermark = offset
+        if self._recovery_point < offset:
+            self._recovery_point = offset
+        self._epoch_cache.truncate_from_start(offset)
+        self._producer_state.on_log_start_offset_incremented(offset)
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Retention (rules in retention.py): with cleanup.policy=delete, the segments over
+        retention.bytes and past retention.ms, and always those wholly below the log start
+        offset; only below the high watermark; the active segment is rolled first when it has
+        to go too (if it is non-empty). Also removes the `.deleted` files that are due.
+        Returns the number of segments deleted. Renames and removes files: worker thread.
+        """
+        now_ms = self._clock.time_ms() if now_ms is None else now_ms
+        with self._lock:
+            if self._closed:
+                return 0
+            deleted = self._delete_old_segments(log_start_offset_breached(self._log_start_offset))
+            if self._config.delete:
+                for rule in (retention_size_breached(self.size_in_bytes, self._config.retention_bytes),
+                             retention_ms_breached(now_ms, self._config.retention_ms)):
+                    if rule is not None:
+                        deleted += self._delete_old_segments(rule)
+            self._delete_due(now_ms)
+            return deleted
+
+    def _delete_old_segments(self, rule) -> int:
+        deletable = deletable_segments(self._segments, log_end_offset=self._log_end_offset,
+                                       high_watermark=self._high_watermark, rule=rule)
+        if not deletable:
+            return 0
+        count = len(deletable)
+        try:
+            if count == len(self._segments):
+                # Deleting the active segment too: roll first so there is always a segment.
+                new_segment = self._roll(None)
+                if deletable[-1].base_offset == new_segment.base_offset:
+                    deletable = deletable[:-1]
+            self._remove_and_delete_segments(deletable)
+        except OSError as e:
+            raise KafkaStorageError(f"I/O error while deleting segments of {self._dir}: {e}") from e
+        if self._segments[0].base_offset > self._log_start_offset:
+            self._update_log_start_offset(self._segments[0].base_offset)
+        log.info("Deleted %d segment(s) of %s; log start offset now %d", count, self._tp,
+                 self._log_start_offset)
+        return count
+
+    def _remove_and_delete_segments(self, segments: list[LogSegment]) -> None:
+        """Take segments out of the log, rename their files `.deleted` and schedule their removal
+        after file.delete.delay.ms (done now when the delay is 0)."""
+        if not segments:
+            return
+        now_ms = self._clock.time_ms()
+        due_ms = now_ms + self._config.file_delete_delay_ms
+        for segment in segments:
+            i = bisect.bisect_left(self._bases, segment.base_offset)
+            if i < len(self._segments) and self._segments[i] is segment:
+                del self._segments[i]
+                del self._bases[i]
+            self._max_offset_position = None
+            segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
+            snapshot = self._producer_state.remove_and_mark_snapshot_for_deletion(segment.base_offset)
+            self._pending_deletes.append(
+                _PendingDelete(due_ms, segment, [snapshot] if snapshot is not None else []))
+        if self._config.file_delete_delay_ms <= 0:
+            self._delete_due(now_ms)
+
+    def delete_pending_files(self, now_ms: int | None = None) -> int:
+        """Remove the `.deleted` files whose delay has passed; returns how many segments went."""
+        with self._lock:
+            return self._delete_due(self._clock.time_ms() if now_ms is None else now_ms)
+
+    def _delete_due(self, now_ms: int) -> int:
+        due = [p for p in self._pending_deletes if p.due_ms <= now_ms]
+        if not due:
+            return 0
+        self._pending_deletes = [p for p in self._pending_deletes if p.due_ms > now_ms]
+        for pending in due:
+            try:
+                pending.segment.delete()
+                for path in pending.snapshots:
+                    path.unlink(missing_ok=True)
+            except OSError as e:
+                log.error("Failed to delete %r: %s", pending.segment, e)
+        return len(due)
+
+    @property
+    def pending_deletes(self) -> int:
+        return len(self._pending_deletes)
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> None:
+        with self._lock:
+            self._producer_state.remove_expired_producers(
+                self._clock.time_ms() if now_ms is None else now_ms)
+
+    # --- producer state --------------------------------------------------------------------
+
+    def _rebuild_producer_state(self, last_offset: int, *, at_load: bool = False,
+                                reload_from_clean_shutdown: bool = False) -> None:
+        rebuild_producer_state(self._producer_state, self._segments,
+                               log_start_offset=self._log_start_offset, last_offset=last_offset,
+                               at_load=at_load, reload_from_clean_shutdown=reload_from_clean_shutdown)
+
+    # --- flushing --------------------------------------------------------------------------
+
+    def needs_flush(self, now_ms: int) -> bool:
+        """Whether a flush is due: a rolled segment not yet fsynced (Kafka flushes each rolled
+        segment right after the roll), flush.messages unflushed messages, or flush.ms since the
+        last flush with something unflushed. Cheap; run `flush_if_needed` in a worker thread."""
+        with self._lock:
+            if self._closed:
+                return False
+            if self._unflushed_snapshots or self._recovery_point < self._segments[-1].base_offset:
+                return True
+            unflushed = self._log_end_offset - self._recovery_point
+            return unflushed > 0 and (unflushed >= self._config.flush_messages
+                                      or now_ms - self._last_flush_ms >= self._config.flush_ms)
+
+    def flush_if_needed(self, now_ms: int) -> bool:
+        """Flush what `needs_flush` says is due: up to the log end for flush.messages/flush.ms,
+        else up to the active segment (rolled segments only). Blocking fsync: worker thread."""
+        with self._lock:
+            if not self.needs_flush(now_ms):
+                return False
+            unflushed = self._log_end_offset - self._recovery_point
+            policy = unflushed > 0 and (unflushed >= self._config.flush_messages
+                                        or now_ms - self._last_flush_ms >= self._config.flush_ms)
+            target = self._log_end_offset if policy else self._segments[-1].base_offset
+        self.flush(target)
+        return True
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync the segments holding offsets in [recovery point, up_to_offset) (default: the
+        log end), the snapshots written since the last flush, the leader epoch checkpoint and the
+        directory (when a segment was created), then move the recovery point up.
+
+        Blocking: run it in a worker thread. The fsyncs run outside the log's lock, so appends go
+        on meanwhile; a truncation during the flush leaves the recovery point where it was.
+        """
+        with self._flush_lock:
+            with self._lock:
+                if self._closed:
+                    return
+                target = self._log_end_offset if up_to_offset is None else min(up_to_offset, self._log_end_offset)
+                start = self._recovery_point
+                segments = []
+                if target > start:
+                    i = max(0, self._floor_index(start))
+                    segments = [s for s in self._segments[i:] if s.base_offset < target]
+                snapshots, self._unflushed_snapshots = self._unflushed_snapshots, []
+                epoch_dirty = self._epoch_cache.pop_dirty()
+                generation = self._generation
+            new_segment = any(s.base_offset >= start for s in segments) or bool(snapshots)
+            for segment in segments:
+                try:
+                    segment.flush()
+                except (OSError, ValueError) as e:
+                    # The segment was closed or deleted meanwhile (nothing left to flush), or a
+                    # roll remapped its indexes under us (ValueError): then retry under the lock.
+                    with self._lock:
+                        if self._closed or segment not in self._segments:
+                            continue
+                        if isinstance(e, OSError):
+                            raise KafkaStorageError(f"Error while flushing log {self._dir}: {e}") from e
+                        try:
+                            segment.flush()
+                        except (OSError, ValueError) as again:
+                            raise KafkaStorageError(
+                                f"Error while flushing log {self._dir}: {again}") from again
+            try:
+                for path in snapshots:
+                    flush_snapshot(path)
+                if epoch_dirty:
+                    self._epoch_cache.fsync_file()
+                if new_segment and self._dir.exists():
+                    fsync_dir(self._dir)
+            except OSError as e:
+                raise KafkaStorageError(f"Error while flushing log {self._dir}: {e}") from e
+            with self._lock:
+                if generation == self._generation and target > self._recovery_point:
+                    self._recovery_point = min(target, self._log_end_offset)
+                    self._last_flush_ms = self._clock.time_ms()
+
+    # --- closing and deleting --------------------------------------------------------------
+
+    def close(self) -> None:
+        """Take a producer snapshot at the log end, then close every segment (final time index
+        entry, indexes and file trimmed, .log fsynced) and remove pending `.deleted` files.
+        Does not move the recovery point: call `flush` first for a clean shutdown. Blocks."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self._producer_state.take_snapshot()
+                for segment in self._segments:
+                    segment.close()
+                self._delete_due(1 << 62)
+                self._epoch_cache.flush()
+            except OSError as e:
+                raise KafkaStorageError(f"Error while closing log {self._dir}: {e}") from e
+            finally:
+                self._closed = True
+
+    def close_handles(self) -> None:
+        """Close every file descriptor and mapping without writing anything (on errors, and for
+        a log whose directory is about to be removed)."""
+        with self._lock:
+            for segment in self._segments:
+                segment.close_handlers()
+            for pending in self._pending_deletes:
+                pending.segment.close_handlers()
+            self._closed = True
+
+    def rename_dir_for_deletion(self, name: str) -> Path:
+        """Rename the partition directory to `name` beside it (LogManager's `…-delete`) and
+        close the log to further calls. Open descriptors stay valid, so file regions already
+        handed out can still be sent until `delete`. Returns the new path."""
+        with self._lock:
+            target = self._dir.parent / name
+            os.replace(self._dir, target)
+            fsync_dir(self._dir.parent)
+            self._dir = target
+            self._epoch_cache.set_path(target / LEADER_EPOCH_CHECKPOINT_FILE)
+            self._closed = True
+            return target
+
+    def delete(self) -> None:
+        """Close the log's files and remove its whole directory. Blocks on disk."""
+        with self._lock:
+            self.close_handles()
+            shutil.rmtree(self._dir, ignore_errors=True)
+

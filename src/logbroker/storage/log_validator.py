@@ -1,0 +1,210 @@
+"""Validation of record batches before they are appended (Kafka's LogValidator and
+UnifiedLog.analyzeAndValidateRecords, header-only).
+
+The produce path checks one batch from its 61-byte header (DESIGN.md §1): framing, magic, size
+limits, CRC-32C, offsets and count, control and producer fields, timestamps. Records are decoded
+only for a compacted topic, which refuses null keys. Nothing here writes or changes the buffer.
+
+Which error a client sees, as Kafka (in the order Kafka checks):
+
+    no complete batch, bytes after the batch    INVALID_RECORD (87)
+    batchLength below a v2 header, magic > 2    CORRUPT_MESSAGE (2)
+    magic 0 or 1                                UNSUPPORTED_FOR_MESSAGE_FORMAT (43)
+    baseOffset != 0 from a client               INVALID_RECORD
+    size > max.message.bytes                    MESSAGE_TOO_LARGE (10)
+    CRC-32C mismatch                            CORRUPT_MESSAGE
+    size > segment.bytes                        RECORD_LIST_TOO_LARGE (18)
+    count != lastOffsetDelta + 1, count <= 0,
+    control batch, producer id without sequence,
+    null key on a compacted topic               INVALID_RECORD
+    timestamp out of range, LogAppendTime set
+    by the producer                             INVALID_TIMESTAMP (32)
+
+Pure functions of the bytes and the config: no I/O, safe on the event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from logbroker.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    MessageTooLargeError,
+    RecordListTooLargeError,
+    UnsupportedForMessageFormatError,
+)
+from logbroker.records.batch import (
+    BATCH_LENGTH,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    MAGIC_OFFSET,
+    NO_TIMESTAMP,
+    BatchHeader,
+    compute_crc,
+    read_header,
+)
+from logbroker.storage.log_config import LONG_MAX, LogConfig
+
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
+
+
+def timestamp_before_max_ms(config: LogConfig) -> int:
+    """message.timestamp.before.max.ms, or the deprecated difference.max.ms when unset (KIP-937)."""
+    if config.message_timestamp_before_max_ms != LONG_MAX:
+        return config.message_timestamp_before_max_ms
+    return config.message_timestamp_difference_max_ms
+
+
+def timestamp_after_max_ms(config: LogConfig) -> int:
+    """message.timestamp.after.max.ms, or the deprecated difference.max.ms when unset (KIP-937)."""
+    if config.message_timestamp_after_max_ms != LONG_MAX:
+        return config.message_timestamp_after_max_ms
+    return config.message_timestamp_difference_max_ms
+
+
+def _check_framing(view: memoryview, position: int) -> int:
+    """The size of the batch at `position`, after Kafka's checks on its length and magic.
+
+    Raises CorruptRecordError for an impossible length or magic, returns -1 when fewer bytes
+    remain than the batch needs (a torn tail: no batch here).
+    """
+    remaining = len(view) - position
+    if remaining < LOG_OVERHEAD:
+        return -1
+    (length,) = BATCH_LENGTH.unpack_from(view, position + 8)
+    if length < MIN_BATCH_LENGTH:
+        raise CorruptRecordError(
+            f"Record batch size {length} is less than the minimum v2 batch overhead "
+            f"({MIN_BATCH_LENGTH})")
+    if remaining <= MAGIC_OFFSET:
+        return -1
+    magic = view[position + MAGIC_OFFSET]
+    if magic > 127:
+        magic -= 256
+    if magic < 0 or magic > MAGIC:
+        raise CorruptRecordError(f"Invalid magic found in record: {magic}")
+    if magic != MAGIC:
+        raise UnsupportedForMessageFormatError(
+            f"Record batch has magic {magic}; logbroker accepts only magic {MAGIC} (v2) batches "
+            f"(Kafka clients since 0.11 send them)")
+    size = length + LOG_OVERHEAD
+    return size if size <= remaining else -1
+
+
+def validate_batch(buf, *, config: LogConfig, now_ms: int, is_from_client: bool = True) -> BatchHeader:
+    """Check that `buf` is exactly one valid v2 batch for a topic with `config`; return its
+    header. Raises the KafkaError listed in the module docstring.
+
+    `is_from_client=False` (the broker's own coordinators) skips the checks that only make sense
+    for producers: baseOffset 0, the record count, control batches, producer sequences and the
+    LogAppendTime attribute. Header-only unless the topic is compacted.
+    """
+    view = memoryview(buf)
+    size = _check_framing(view, 0)
+    if size < 0:
+        raise InvalidRecordError(
+            f"Produce request must contain exactly one complete record batch per partition, got "
+            f"{len(view)} bytes that do not hold one")
+    if size != len(view):
+        raise InvalidRecordError(
+            f"Produce request must contain exactly one record batch per partition, got "
+            f"{len(view) - size} bytes after a batch of {size} bytes")
+    header = read_header(view, 0)
+    if is_from_client and header.base_offset != 0:
+        raise InvalidRecordError(
+            f"The baseOffset of the record batch should be 0, but it is {header.base_offset}")
+    if size > config.max_message_bytes:
+        raise MessageTooLargeError(
+            f"The record batch size is {size} bytes which exceeds the maximum configured value "
+            f"of {config.max_message_bytes} (max.message.bytes)")
+    computed = compute_crc(view, 0, size)
+    if computed != header.crc:
+        raise CorruptRecordError(
+            f"Record is corrupt (stored crc = {header.crc}, computed crc = {computed})")
+    if size > config.segment_bytes:
+        raise RecordListTooLargeError(
+            f"Message batch size is {size} bytes which exceeds the maximum configured segment "
+            f"size of {config.segment_bytes} (segment.bytes)")
+    if is_from_client:
+        _check_client_fields(header)
+    _check_timestamps(header, config, now_ms, is_from_client)
+    if config.compact and not header.is_control:
+        _check_keys(view, header)
+    return header
+
+
+def _check_client_fields(header: BatchHeader) -> None:
+    count_from_offsets = header.last_offset_delta + 1
+    if count_from_offsets <= 0:
+        raise InvalidRecordError(
+            f"Batch has an invalid offset range: [{header.base_offset}, {header.last_offset}]")
+    if header.records_count <= 0:
+        raise InvalidRecordError(f"Invalid reported count for record batch: {header.records_count}")
+    if count_from_offsets != header.records_count:
+        raise InvalidRecordError(
+            f"Inconsistent batch offset range [{header.base_offset}, {header.last_offset}] and "
+            f"count of records {header.records_count}")
+    if header.is_control:
+        raise InvalidRecordError("Clients are not allowed to write control records")
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise InvalidRecordError(
+            f"Invalid sequence number {header.base_sequence} in record batch with producerId "
+            f"{header.producer_id}")
+
+
+def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int, is_from_client: bool) -> None:
+    """Kafka checks every record's timestamp; from the header, baseTimestamp stands for the
+    smallest and maxTimestamp for the largest (for batches built by Kafka's clients the first
+    record's timestamp is the base, and later records rarely go back in time)."""
+    if header.is_log_append_time:
+        if is_from_client:
+            raise InvalidTimestampError(
+                "Invalid timestamp type in record batch: producers must not set the timestamp "
+                "type to LogAppendTime")
+        return
+    if config.log_append_time:
+        return  # the broker stamps its own time
+    before = timestamp_before_max_ms(config)
+    after = timestamp_after_max_ms(config)
+    for ts in (header.base_timestamp, header.max_timestamp):
+        if ts != NO_TIMESTAMP and (ts < now_ms - before or ts > now_ms + after):
+            raise InvalidTimestampError(
+                f"Timestamp {ts} of message with offset {header.base_offset} is out of range. "
+                f"The timestamp should be within [{now_ms - before}, {now_ms + after}]")
+
+
+def _check_keys(view: memoryview, header: BatchHeader) -> None:
+    from logbroker.records.record_batch import RecordBatch  # decoding only for compacted topics
+
+    for record in RecordBatch(view, 0).records():
+        if record.key is None:
+            raise InvalidRecordError(
+                f"Compacted topic cannot accept message without key (offset delta "
+                f"{record.offset - header.base_offset})")
+
+
+def iter_replicated_batches(buf) -> Iterator[tuple[int, BatchHeader]]:
+    """`(position, header)` of each complete batch a follower fetched, CRC checked.
+
+    Stops quietly at a torn tail (a fetch response cut at max_bytes), as Kafka's follower does;
+    raises CorruptRecordError for an impossible header or a bad CRC, and
+    UnsupportedForMessageFormatError for an old magic. Sizes are not checked against
+    max.message.bytes: the leader accepted the batch already (Kafka's ignoreRecordSize).
+    """
+    view = memoryview(buf)
+    position = 0
+    while True:
+        size = _check_framing(view, position)
+        if size < 0:
+            return
+        header = read_header(view, position)
+        computed = compute_crc(view, position, size)
+        if computed != header.crc:
+            raise CorruptRecordError(
+                f"Record is corrupt (stored crc = {header.crc}, computed crc = {computed}) "
+                f"in the batch at offset {header.base_offset}")
+        yield position, header
+        position += size
