@@ -5,12 +5,17 @@ whose timestamp is at least the one asked for, or -1/-1 when there is none (KAFK
 from __future__ import annotations
 
 from logbroker.errors import KafkaError
+from logbroker.protocol.responses.list_offsets import (
+    ListOffsetsPartitionResult,
+    ListOffsetsTopicResult,
+    encode_list_offsets_response,
+)
 from logbroker.types import TopicPartition
 
 API_KEY = 2
 
 
-def handle(broker, request) -> dict:
+def handle(broker, request):
     body = request.body
     only_committed = body.replica_id < 0
     topics = []
@@ -18,16 +23,18 @@ def handle(broker, request) -> dict:
         partitions = []
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            entry = {"partition_index": p.partition_index, "timestamp": -1, "offset": -1, "leader_epoch": -1}
             try:
                 found = broker.replica_manager.fetch_offset_for_timestamp(
                     tp, p.timestamp, current_leader_epoch=getattr(p, "current_leader_epoch", -1),
                     only_committed=only_committed)
             except KafkaError as exc:
-                entry["error_code"] = exc.code
+                partitions.append(ListOffsetsPartitionResult(p.partition_index, exc.code))
+                continue
+            if found is None:
+                partitions.append(ListOffsetsPartitionResult(p.partition_index))
             else:
-                if found is not None:
-                    entry.update(timestamp=found.timestamp, offset=found.offset, leader_epoch=found.leader_epoch)
-            partitions.append(entry)
-        topics.append({"name": topic.name, "partitions": partitions})
-    return {"topics": topics}
+                partitions.append(ListOffsetsPartitionResult(
+                    p.partition_index, 0, found.timestamp, found.offset,
+                    -1 if found.leader_epoch is None else found.leader_epoch))
+        topics.append(ListOffsetsTopicResult(topic.name, partitions))
+    return [encode_list_offsets_response(request.api_version, request.correlation_id, topics)]
