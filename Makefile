@@ -18,4 +18,5 @@ test: install
 	$(VENV)/bin/pytest -q
 
 bench: install
-	$(PY) bench/run_all.py
+	$(PY) bench/bench_storage.py
+	$(PY) bench/bench_broker.py
