@@ -13,8 +13,10 @@ codes. Runs on the event loop; appends are page-cache writes, fsyncs go to the t
 from __future__ import annotations
 
 import asyncio
+import inspect
 import uuid
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from logbroker.clock import Clock
@@ -115,6 +117,16 @@ class ReplicaManager:
     # -- produce ----------------------------------------------------------------------------
     async def append_records(self, *, timeout_ms: int, required_acks: int,
                              entries: dict[TopicPartition, bytearray]) -> dict[TopicPartition, ProduceResult]:
+        """`append_records_now`, awaited: for callers that wait anyway (the group coordinator)."""
+        results = self.append_records_now(timeout_ms=timeout_ms, required_acks=required_acks, entries=entries)
+        return await results if inspect.isawaitable(results) else results
+
+    def append_records_now(self, *, timeout_ms: int, required_acks: int,
+                           entries: dict[TopicPartition, bytearray]) -> dict[TopicPartition, ProduceResult] | Awaitable[dict[TopicPartition, ProduceResult]]:
+        """Append now, in the caller's order; return the results, or an awaitable of them when the
+        answer must wait (acks=-1 until the high watermark passes, or an fsync that flush.messages
+        or flush.ms asks for). Appending before any await keeps requests on one connection taking
+        effect in the order they arrived, as Kafka's one-request-at-a-time channel does."""
         if required_acks not in (-1, 0, 1):
             error = InvalidRequiredAcksError(f"acks must be -1, 0 or 1, got {required_acks}")
             return {tp: ProduceResult(error) for tp in entries}
@@ -135,14 +147,19 @@ class ReplicaManager:
             if partition.log.needs_flush(self.clock.time_ms()):
                 to_flush.append(partition.log)
             self.fetch_purgatory.check_and_complete(tp)
+        pending = {tp: r for tp, r in results.items() if r.error is None}
+        if not to_flush and (required_acks != -1 or not pending):
+            return results
+        return self._complete_produce(results, pending, to_flush, timeout_ms=timeout_ms,
+                                      required_acks=required_acks)
+
+    async def _complete_produce(self, results, pending, to_flush, *, timeout_ms: int,
+                                required_acks: int) -> dict[TopicPartition, ProduceResult]:
         if to_flush:
             # flush.messages / flush.ms: Kafka fsyncs before answering; we do it off the loop.
             loop = asyncio.get_running_loop()
             await asyncio.gather(*(loop.run_in_executor(None, l.flush) for l in to_flush))
-        if required_acks != -1:
-            return results
-        pending = {tp: r for tp, r in results.items() if r.error is None}
-        if not pending:
+        if required_acks != -1 or not pending:
             return results
 
         def check() -> dict[TopicPartition, ProduceResult] | None:
@@ -171,8 +188,10 @@ class ReplicaManager:
         return await self.produce_purgatory.wait(op, timeout_ms)
 
     # -- fetch ------------------------------------------------------------------------------
-    async def fetch_messages(self, *, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
-                             partitions: list[FetchPartitionRequest]) -> dict[TopicPartition, FetchResult]:
+    def fetch_messages(self, *, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
+                       partitions: list[FetchPartitionRequest]) -> dict[TopicPartition, FetchResult] | Awaitable[dict[TopicPartition, FetchResult]]:
+        """Read now; return the results, or an awaitable of them when fewer than `min_bytes` are
+        there and the fetch must wait in the purgatory (up to `max_wait_ms`)."""
         fetch_only_committed = replica_id < 0
 
         def read_all() -> tuple[dict[TopicPartition, FetchResult], int, bool]:
@@ -200,7 +219,7 @@ class ReplicaManager:
 
         op = DelayedOperation(try_complete=try_complete, on_expiration=lambda: read_all()[0],
                               keys=[p.tp for p in partitions])
-        return await self.fetch_purgatory.wait(op, max_wait_ms)
+        return self.fetch_purgatory.wait(op, max_wait_ms)
 
     def _read_partition(self, request: FetchPartitionRequest, *, max_bytes: int,
                         fetch_only_committed: bool, min_one_message: bool) -> FetchResult:

@@ -8,6 +8,8 @@ fetches (KIP-227 allows a broker to decline sessions).
 
 from __future__ import annotations
 
+import inspect
+
 from logbroker.protocol.responses.fetch import FetchPartitionData, FetchTopicData, encode_fetch_response
 from logbroker.replication.replica_manager import FetchPartitionRequest
 from logbroker.types import TopicPartition
@@ -15,14 +17,26 @@ from logbroker.types import TopicPartition
 API_KEY = 1
 
 
-async def handle(broker, request):
+def handle(broker, request):
+    """Reads at once; only a fetch that must wait for min.bytes is asynchronous."""
     body = request.body
     requested = [FetchPartitionRequest(TopicPartition(t.topic, p.partition), p.fetch_offset,
                                        p.partition_max_bytes, getattr(p, "current_leader_epoch", -1))
                  for t in body.topics for p in t.partitions]
-    results = await broker.replica_manager.fetch_messages(
+    results = broker.replica_manager.fetch_messages(
         replica_id=body.replica_id, max_wait_ms=int(body.max_wait.total_seconds() * 1000),
         min_bytes=body.min_bytes, max_bytes=body.max_bytes, partitions=requested)
+    if inspect.isawaitable(results):
+        return _respond_later(request, results)
+    return _respond(request, results)
+
+
+async def _respond_later(request, pending):
+    return _respond(request, await pending)
+
+
+def _respond(request, results):
+    body = request.body
     topics = []
     for t in body.topics:
         partitions = []

@@ -7,6 +7,8 @@ patches in place (base offset, leader epoch) and writes as they came.
 
 from __future__ import annotations
 
+import inspect
+
 from logbroker.protocol.responses.produce import ProducePartitionResult, ProduceTopicResult, encode_produce_response
 from logbroker.server.network import CLOSE
 from logbroker.types import TopicPartition
@@ -14,14 +16,26 @@ from logbroker.types import TopicPartition
 API_KEY = 0
 
 
-async def handle(broker, request):
+def handle(broker, request):
+    """Appends at once, in arrival order; only the wait for acknowledgement is asynchronous."""
     body = request.body
     entries: dict[TopicPartition, bytearray] = {}
     for topic in body.topic_data:
         for partition in topic.partition_data:
             entries[TopicPartition(topic.name, partition.index)] = bytearray(partition.records or b"")
-    results = await broker.replica_manager.append_records(
+    results = broker.replica_manager.append_records_now(
         timeout_ms=int(body.timeout.total_seconds() * 1000), required_acks=body.acks, entries=entries)
+    if inspect.isawaitable(results):
+        return _respond_later(request, results)
+    return _respond(request, results)
+
+
+async def _respond_later(request, pending):
+    return _respond(request, await pending)
+
+
+def _respond(request, results):
+    body = request.body
     if body.acks == 0:
         return CLOSE if any(r.error is not None for r in results.values()) else None
     by_topic: dict[str, list[ProducePartitionResult]] = {}
