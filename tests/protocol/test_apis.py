@@ -19,7 +19,7 @@ ALL_VERSIONS = [(spec.api_key, v) for spec in SUPPORTED_APIS.values()
 def test_table_has_the_ranges_the_broker_implements():
     expected = {
         ApiKey.API_VERSIONS: (0, 4), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 11),
-        ApiKey.FETCH: (4, 12), ApiKey.LIST_OFFSETS: (1, 7), ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+        ApiKey.FETCH: (4, 16), ApiKey.LIST_OFFSETS: (1, 7), ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
         ApiKey.CREATE_TOPICS: (2, 7), ApiKey.DELETE_TOPICS: (1, 6), ApiKey.CREATE_PARTITIONS: (0, 3),
         ApiKey.DESCRIBE_CONFIGS: (1, 4), ApiKey.ALTER_CONFIGS: (0, 2),
         ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.DESCRIBE_CLUSTER: (0, 1),

@@ -27,6 +27,7 @@ class LocalMetadataStore:
     def __init__(self, log_dir: Path) -> None:
         self.path = Path(log_dir) / FILE_NAME
         self._topics: dict[str, TopicInfo] = {}
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._states: dict[TopicPartition, PartitionState] = {}
         self._next_producer_id = 0
         self.cluster_id = ""
@@ -43,16 +44,21 @@ class LocalMetadataStore:
     def topic(self, name: str) -> TopicInfo | None:
         return self._topics.get(name)
 
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
     def create_topic(self, info: TopicInfo) -> None:
         if info.name in self._topics:
             raise TopicAlreadyExistsError(f"Topic '{info.name}' already exists.")
         self._topics[info.name] = info
+        self._by_id[info.topic_id] = info
         self._save()
 
     def delete_topic(self, name: str) -> TopicInfo:
         info = self._topics.pop(name, None)
         if info is None:
             raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+        del self._by_id[info.topic_id]
         for partition in info.assignment:
             self._states.pop(TopicPartition(name, partition), None)
         self._save()
@@ -60,12 +66,14 @@ class LocalMetadataStore:
 
     def set_assignment(self, name: str, assignment: dict[int, tuple[int, ...]]) -> None:
         info = self._require(name)
-        self._topics[name] = TopicInfo(info.name, info.topic_id, dict(assignment), info.configs)
+        self._topics[name] = self._by_id[info.topic_id] = TopicInfo(
+            info.name, info.topic_id, dict(assignment), info.configs)
         self._save()
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         info = self._require(name)
-        self._topics[name] = TopicInfo(info.name, info.topic_id, info.assignment, dict(configs))
+        self._topics[name] = self._by_id[info.topic_id] = TopicInfo(
+            info.name, info.topic_id, info.assignment, dict(configs))
         self._save()
 
     # -- partition states ---------------------------------------------------------------------
@@ -98,9 +106,9 @@ class LocalMetadataStore:
             self.cluster_id = data["cluster_id"]
             self._next_producer_id = data["next_producer_id"]
             for name, t in data["topics"].items():
-                self._topics[name] = TopicInfo(
-                    name, topic_id_from_str(t["topic_id"]),
-                    {int(p): tuple(r) for p, r in t["partitions"].items()}, dict(t["configs"]))
+                info = TopicInfo(name, topic_id_from_str(t["topic_id"]),
+                                 {int(p): tuple(r) for p, r in t["partitions"].items()}, dict(t["configs"]))
+                self._topics[name] = self._by_id[info.topic_id] = info
             for key, s in data["partition_states"].items():
                 topic, _, partition = key.rpartition(":")
                 self._states[TopicPartition(topic, int(partition))] = PartitionState(

@@ -118,7 +118,7 @@ def _table(*specs: ApiSpec) -> MappingProxyType[int, ApiSpec]:
 # schemas) still has the classes; see the module docstring before raising a maximum.
 SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.PRODUCE, 3, 11, 9),  # 12 is KIP-890 transactions v2: not before we do them
-    ApiSpec(ApiKey.FETCH, 4, 12, 12),  # 13+ is fetch by topic id (KAFKA-NOTES 6)
+    ApiSpec(ApiKey.FETCH, 4, 16, 12),  # 13+ names topics by id (KAFKA-NOTES 6)
     ApiSpec(ApiKey.LIST_OFFSETS, 1, 7, 6),
     ApiSpec(ApiKey.METADATA, 0, 12, 9),
     ApiSpec(ApiKey.API_VERSIONS, 0, 4, 3),

@@ -1,4 +1,6 @@
-"""Fetch (api key 1), v4-v12: consumers read below the high watermark, followers to the log end.
+"""Fetch (api key 1), v4-v16: consumers read below the high watermark, followers to the log end.
+From v13 topics are named by id (KAFKA-NOTES 6): an id we do not know is UNKNOWN_TOPIC_ID, and the
+response echoes each id as asked.
 
 The records of each partition are a file region handed to the network layer, which sends it with
 os.sendfile: the response is encoded as chunks (header bytes, region, bytes, region …) and the
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 
+from logbroker.errors import UnknownTopicIdError
 from logbroker.protocol.responses.fetch import FetchPartitionData, FetchTopicData, encode_fetch_response
 from logbroker.replication.replica_manager import FetchPartitionRequest
 from logbroker.types import TopicPartition
@@ -20,31 +23,44 @@ API_KEY = 1
 def handle(broker, request):
     """Reads at once; only a fetch that must wait for min.bytes is asynchronous."""
     body = request.body
-    requested = [FetchPartitionRequest(TopicPartition(t.topic, p.partition), p.fetch_offset,
+    names = _topic_names(broker, body, request.api_version)
+    requested = [FetchPartitionRequest(TopicPartition(name, p.partition), p.fetch_offset,
                                        p.partition_max_bytes, getattr(p, "current_leader_epoch", -1))
-                 for t in body.topics for p in t.partitions]
+                 for t, name in zip(body.topics, names) if name is not None for p in t.partitions]
+    replica_id = body.replica_state.replica_id if request.api_version >= 15 else body.replica_id
     results = broker.replica_manager.fetch_messages(
-        replica_id=body.replica_id, max_wait_ms=int(body.max_wait.total_seconds() * 1000),
+        replica_id=replica_id, max_wait_ms=int(body.max_wait.total_seconds() * 1000),
         min_bytes=body.min_bytes, max_bytes=body.max_bytes, partitions=requested)
     if inspect.isawaitable(results):
-        return _respond_later(request, results)
-    return _respond(request, results)
+        return _respond_later(request, names, results)
+    return _respond(request, names, results)
 
 
-async def _respond_later(request, pending):
-    return _respond(request, await pending)
+def _topic_names(broker, body, version: int) -> list[str | None]:
+    """The name of each requested topic; None for an id this cluster does not know."""
+    if version < 13:
+        return [t.topic for t in body.topics]
+    infos = [broker.store.topic_by_id(t.topic_id) for t in body.topics]
+    return [info.name if info else None for info in infos]
 
 
-def _respond(request, results):
+async def _respond_later(request, names, pending):
+    return _respond(request, names, await pending)
+
+
+def _respond(request, names, results):
     body = request.body
+    committed = body.isolation_level == 1
     topics = []
-    for t in body.topics:
+    for t, name in zip(body.topics, names):
         partitions = []
         for p in t.partitions:
-            r = results[TopicPartition(t.topic, p.partition)]
+            if name is None:
+                partitions.append(FetchPartitionData(p.partition, UnknownTopicIdError.code, -1))
+                continue
+            r = results[TopicPartition(name, p.partition)]
             partitions.append(FetchPartitionData(
                 p.partition, r.error.code if r.error else 0, r.high_watermark, r.last_stable_offset,
-                r.log_start_offset, aborted_transactions=[] if body.isolation_level == 1 else None,
-                records=r.records))
-        topics.append(FetchTopicData(t.topic, partitions))
+                r.log_start_offset, aborted_transactions=[] if committed else None, records=r.records))
+        topics.append(FetchTopicData(name or "", partitions, getattr(t, "topic_id", None)))
     return encode_fetch_response(request.api_version, request.correlation_id, topics)

@@ -63,9 +63,9 @@ def handle(broker, request):
 def _lookup(broker, name: str | None, topic_id: uuid.UUID | None, allow_auto_create: bool) -> TopicInfo:
     store = broker.store
     if not name and topic_id is not None and topic_id.int != 0:
-        for info in store.topics().values():
-            if info.topic_id == topic_id:
-                return info
+        info = store.topic_by_id(topic_id)
+        if info is not None:
+            return info
         raise UnknownTopicIdError(f"Topic id {topic_id} does not exist")
     info = store.topic(name)
     if info is not None:
