@@ -1,0 +1,227 @@
+"""What the Kafka-style tools share: client configs, `key=value` options, errors as one sentence,
+and the progress display.
+
+The tools talk to any Kafka cluster through confluent-kafka (librdkafka), never through
+logbroker's own code, so they are as good a check of a broker as any other client.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable, Mapping
+from typing import NoReturn
+
+import click
+
+DEFAULT_BOOTSTRAP = "localhost:9092"
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+# librdkafka logs every failed connection attempt; a tool reports the failure once, itself.
+_librdkafka_log = logging.getLogger("logbroker.cli.librdkafka")
+_librdkafka_log.addHandler(logging.NullHandler())
+_librdkafka_log.propagate = False
+
+# Java client property names that librdkafka spells differently or does not have. A value of
+# None drops the property (it has no meaning here); a tuple renames it, converting the value.
+_JAVA_ONLY_PROPERTIES: dict[str, tuple[str, object] | None] = {
+    "key.serializer": None,
+    "value.serializer": None,
+    "key.deserializer": None,
+    "value.deserializer": None,
+    "max.block.ms": None,
+    "buffer.memory": ("queue.buffering.max.kbytes", lambda v: str(max(1, int(v) // 1024))),
+}
+
+
+def bootstrap_option(function):
+    return click.option("--bootstrap-server", "bootstrap_server", default=DEFAULT_BOOTSTRAP,
+                        show_default=True, metavar="HOST:PORT[,…]",
+                        help="The broker(s) to connect to.")(function)
+
+
+def parse_key_values(items: Iterable[str], option: str) -> dict[str, str]:
+    """`key=value` strings → dict; the value may itself contain '='."""
+    result = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected key=value, got {item!r}", param_hint=option)
+        result[key.strip()] = value
+    return result
+
+
+def load_properties_file(path: str | None, option: str) -> dict[str, str]:
+    """A client `.properties` file (`--producer.config`, `--command-config`, …), or {}."""
+    if path is None:
+        return {}
+    from logbroker.server import properties
+    try:
+        return properties.load(path)
+    except OSError as e:
+        raise click.BadParameter(f"cannot read {path}: {e.strerror or e}", param_hint=option) from None
+    except properties.PropertiesFormatError as e:
+        raise click.BadParameter(f"cannot parse {path}: {e}", param_hint=option) from None
+
+
+class ClientErrors:
+    """librdkafka's `error_cb`: keeps the client-level errors (a broker down, all brokers down)
+    that it reports while the client polls."""
+
+    def __init__(self) -> None:
+        self.errors: list[object] = []
+
+    def __call__(self, error: object) -> None:
+        self.errors.append(error)
+
+
+def client_config(bootstrap: str, *layers: Mapping[str, str]) -> dict[str, object]:
+    """A confluent-kafka config: bootstrap servers, then each layer of properties on top (later
+    layers win), with Java-only property names translated or dropped. Its `error_cb` is a
+    ClientErrors, which `ensure_reachable` reads."""
+    config: dict[str, object] = {"bootstrap.servers": bootstrap, "logger": _librdkafka_log,
+                                 "error_cb": ClientErrors()}
+    for layer in layers:
+        for key, value in layer.items():
+            if key in _JAVA_ONLY_PROPERTIES:
+                translation = _JAVA_ONLY_PROPERTIES[key]
+                if translation is None:
+                    continue
+                key, convert = translation
+                value = convert(value)
+            config[key] = value
+    return config
+
+
+def is_internal(topic: str) -> bool:
+    return topic in INTERNAL_TOPICS
+
+
+def error_sentence(error: object) -> str:
+    """A confluent-kafka error (KafkaError, KafkaException, or anything else) as one sentence that
+    ends with Kafka's name for it: `Topic 't' already exists (TOPIC_ALREADY_EXISTS).`"""
+    from confluent_kafka import KafkaError, KafkaException
+
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        error = error.args[0]
+    if isinstance(error, KafkaError):
+        from logbroker.errors import BY_CODE
+        code = error.code()
+        name = BY_CODE[code].name if code > 0 and code in BY_CODE else error.name()
+        message = error.str().removeprefix("Broker: ").rstrip(". ") or name
+        return f"{message} ({name})."
+    message = str(error).rstrip(". ") or type(error).__name__
+    return f"{message}."
+
+
+def fail(message: str, exit_code: int = 1) -> NoReturn:
+    """Print `Error: …` on stderr and exit."""
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(exit_code)
+
+
+def unreachable(error: object, bootstrap: str) -> bool:
+    """Whether an error means no broker answered at all."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        error = error.args[0]
+    return isinstance(error, KafkaError) and error.code() in (
+        KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._RESOLVE)
+
+
+def fail_with(error: object, bootstrap: str, *, what: str | None = None) -> NoReturn:
+    """Exit with one sentence for a client error; a cluster that cannot be reached says so."""
+    if unreachable(error, bootstrap):
+        fail(f"Cannot reach a broker at {bootstrap}: {error_sentence(error)}")
+    fail(f"{what}: {error_sentence(error)}" if what else error_sentence(error))
+
+
+def ensure_reachable(client, config: Mapping[str, object], timeout_s: float = 10.0) -> None:
+    """Fail at once when no broker answers (librdkafka says all brokers are down, or metadata
+    does not come within `timeout_s`), rather than when the first record times out."""
+    import time
+
+    from confluent_kafka import KafkaError, KafkaException
+
+    bootstrap = str(config["bootstrap.servers"])
+    errors = config.get("error_cb")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            client.list_topics(timeout=0.25)
+            return
+        except KafkaException as e:
+            if time.monotonic() >= deadline:
+                fail_with(e, bootstrap)
+        client.poll(0)  # serves error_cb
+        for error in getattr(errors, "errors", ()):
+            if error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE,
+                                KafkaError._AUTHENTICATION):
+                fail_with(error, bootstrap)
+
+
+class VariadicOptionCommand(click.Command):
+    """A click command where some options take every value up to the next option, as Kafka's
+    argparse tools do: `--producer-props acks=1 linger.ms=5` means the option twice."""
+
+    def __init__(self, *args, variadic: Iterable[str] = (), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.variadic = frozenset(variadic)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rewritten: list[str] = []
+        current: str | None = None  # the variadic option whose values are being read
+        first = False
+        for arg in args:
+            if arg.startswith("-"):
+                current, first = (arg, True) if arg in self.variadic else (None, False)
+                rewritten.append(arg)
+            elif current is not None:
+                rewritten += [arg] if first else [current, arg]
+                first = False
+            else:
+                rewritten.append(arg)
+        return super().parse_args(ctx, rewritten)
+
+
+class Progress:
+    """Periodic report lines, and a rich progress bar under them when stdout is a terminal.
+
+    Report lines always go to stdout, one per call, so piping a tool's output gives exactly the
+    lines Kafka's tool prints; the bar exists only on a TTY and disappears when done.
+    """
+
+    def __init__(self, total: int | None, description: str) -> None:
+        self.total = total
+        self.description = description
+        self._progress = None
+        self._task = None
+
+    def __enter__(self) -> Progress:
+        if sys.stdout.isatty():
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
+                                       TaskProgressColumn, TextColumn, TimeElapsedColumn)
+            self._progress = RichProgress(TextColumn("{task.description}"), BarColumn(),
+                                          MofNCompleteColumn(), TaskProgressColumn(),
+                                          TimeElapsedColumn(), transient=True)
+            self._progress.__enter__()
+            self._task = self._progress.add_task(self.description, total=self.total)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc_info)
+            self._progress = None
+
+    def line(self, text: str) -> None:
+        if self._progress is not None:
+            self._progress.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        else:
+            click.echo(text)
+            sys.stdout.flush()
+
+    def update(self, completed: int) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=completed)

@@ -1,0 +1,405 @@
+"""The broker's config keys: Kafka's names, types and defaults (what KafkaConfig parses).
+
+BROKER_CONFIGS holds the keys logbroker implements, with Kafka 3.9's names, types and defaults
+(and logbroker's own default where the embedded single node needs one, said in the key's doc);
+it includes the broker synonym of every topic config in `storage.log_config.TOPIC_CONFIGS`.
+KAFKA_ONLY_CONFIGS holds every other key of Kafka 3.9's broker ConfigDefs (ZooKeeper mode and
+KRaft alike): accepted, warned about, not used. `parse_value` turns a value of an implemented key
+into its type or raises ConfigError naming the key and what it expects.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from logbroker.errors import InvalidConfigError
+from logbroker.storage.log_config import INT_MAX, LONG_MAX, TOPIC_CONFIGS, format_value
+
+SHORT_MAX = (1 << 15) - 1
+_RANGES = {"short": SHORT_MAX, "int": INT_MAX, "long": LONG_MAX}
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+class ConfigError(InvalidConfigError):
+    """A broker configuration that cannot start a broker. The message is one sentence naming the
+    key and what it expects. (An InvalidConfigError, so a rejected broker config change reaches
+    clients as INVALID_CONFIG.)"""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfigDef:
+    """One broker key: its type (`short`, `int`, `long`, `double`, `boolean`, `string`, `list`),
+    its default (already parsed; None means unset), and an optional check that returns an error
+    description for a bad parsed value."""
+
+    name: str
+    type: str
+    default: object
+    doc: str
+    check: Callable[[object], str | None] | None = None
+
+
+def _at_least(minimum: int | float) -> Callable[[object], str | None]:
+    return lambda v: None if v >= minimum else f"must be at least {minimum}"
+
+
+def _between(lo: int, hi: int) -> Callable[[object], str | None]:
+    return lambda v: None if lo <= v <= hi else f"must be between {lo} and {hi}"
+
+
+def _one_of(*choices: str) -> Callable[[object], str | None]:
+    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
+
+
+HOUR_MS = 3_600_000
+MINUTE_MS = 60_000
+
+# Topic config → its broker synonyms in priority order, with each one's factor to milliseconds.
+# The first of each is the topic config's `broker_synonym`; the others are the extra time units.
+LOG_CONFIG_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
+    name: ((d.broker_synonym, 1),) for name, d in TOPIC_CONFIGS.items() if d.broker_synonym
+} | {
+    "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", HOUR_MS)),
+    "segment.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", HOUR_MS)),
+    "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", MINUTE_MS),
+                     ("log.retention.hours", HOUR_MS)),
+    "flush.ms": (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)),
+}
+
+# Broker synonyms whose default is "unset, fall through to the next synonym" rather than the
+# topic default; and log.retention.ms, which Kafka leaves unchecked (negative = unlimited).
+_UNSET_BY_DEFAULT = {"log.roll.ms", "log.roll.jitter.ms", "log.retention.ms", "log.flush.interval.ms"}
+
+
+def _synonym_defs() -> list[BrokerConfigDef]:
+    defs = []
+    for topic_name, definition in TOPIC_CONFIGS.items():
+        if not definition.broker_synonym:
+            continue
+        name = definition.broker_synonym
+        defs.append(BrokerConfigDef(
+            name, definition.type,
+            None if name in _UNSET_BY_DEFAULT else definition.default,
+            f"default of the topic config {topic_name}: {definition.doc}",
+            None if name == "log.retention.ms" else definition.check))
+    return defs
+
+
+_D = BrokerConfigDef
+_BROKER_ONLY_DEFS = (
+    # Server basics
+    _D("broker.id", "int", 0, "this broker's id; logbroker's default is 0 (Kafka's -1 asks Kafka to "
+       "generate one, which logbroker does not do)", _at_least(0)),
+    _D("broker.rack", "string", None, "rack of this broker, for rack-aware replica assignment"),
+    _D("listeners", "string", "PLAINTEXT://127.0.0.1:9092",
+       "listener_name://host:port entries to listen on; an empty host means every interface. "
+       "logbroker's default listens on 127.0.0.1 only (Kafka's is PLAINTEXT://:9092)"),
+    _D("advertised.listeners", "string", None,
+       "listener_name://host:port entries given to clients; defaults to `listeners`"),
+    _D("listener.security.protocol.map", "string",
+       "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+       "listener name → security protocol"),
+    _D("inter.broker.listener.name", "string", None,
+       "listener brokers use to talk to each other; defaults to security.inter.broker.protocol"),
+    _D("security.inter.broker.protocol", "string", "PLAINTEXT",
+       "security protocol between brokers (when inter.broker.listener.name is not set)",
+       _one_of(*SECURITY_PROTOCOLS)),
+    _D("metrics.port", "int", None, "logbroker only: port of the Prometheus /metrics endpoint "
+       "(unset: no endpoint)", _between(0, 65535)),
+    # Logs
+    _D("log.dirs", "list", None, "data directories; overrides log.dir"),
+    _D("log.dir", "string", None, "data directory when log.dirs is not set; logbroker's default "
+       "is unset, so that `logbroker serve` chooses one and prints it (Kafka's is /tmp/kafka-logs)"),
+    _D("num.partitions", "int", 1, "partitions of an auto-created or unspecified topic", _at_least(1)),
+    _D("default.replication.factor", "int", 1, "replication factor of auto-created topics",
+       _at_least(1)),
+    _D("auto.create.topics.enable", "boolean", True,
+       "create a topic when a client asks for metadata of an unknown one"),
+    _D("delete.topic.enable", "boolean", True, "allow deleting topics"),
+    _D("num.recovery.threads.per.data.dir", "int", 1,
+       "threads per data directory for recovery at startup", _at_least(1)),
+    _D("log.roll.hours", "int", 168, "segment.ms in hours, when log.roll.ms is not set",
+       _at_least(1)),
+    _D("log.roll.jitter.hours", "int", 0,
+       "segment.jitter.ms in hours, when log.roll.jitter.ms is not set", _at_least(0)),
+    _D("log.retention.minutes", "int", None,
+       "retention.ms in minutes, when log.retention.ms is not set"),
+    _D("log.retention.hours", "int", 168,
+       "retention.ms in hours, when neither log.retention.ms nor log.retention.minutes is set"),
+    _D("log.retention.check.interval.ms", "long", 300_000,
+       "how often logs are checked for segments to delete", _at_least(1)),
+    _D("log.flush.scheduler.interval.ms", "long", LONG_MAX,
+       "how often logs are checked for a flush; flush.ms when log.flush.interval.ms is not set"),
+    _D("log.flush.offset.checkpoint.interval.ms", "int", 60_000,
+       "how often recovery-point-offset-checkpoint is written", _at_least(0)),
+    _D("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000,
+       "how often log-start-offset-checkpoint is written", _at_least(0)),
+    # Log cleaner
+    _D("log.cleaner.enable", "boolean", True, "run the log cleaner (compaction)"),
+    _D("log.cleaner.threads", "int", 1, "log cleaner threads", _at_least(0)),
+    _D("log.cleaner.backoff.ms", "long", 15_000, "sleep when there is no log to clean",
+       _at_least(0)),
+    _D("log.cleaner.dedupe.buffer.size", "long", 134_217_728,
+       "memory for deduplication, over all cleaner threads"),
+    _D("log.cleaner.io.buffer.size", "int", 524_288, "memory for cleaner I/O buffers",
+       _at_least(0)),
+    _D("log.cleaner.io.buffer.load.factor", "double", 0.9, "load factor of the dedupe buffer"),
+    _D("log.cleaner.io.max.bytes.per.second", "double", 1.7976931348623157e308,
+       "cleaner I/O throttle, reads and writes together"),
+    # Replication
+    _D("replica.lag.time.max.ms", "long", 30_000,
+       "a follower not caught up for this long leaves the ISR"),
+    _D("replica.fetch.max.bytes", "int", 1_048_576, "bytes per partition a follower asks for",
+       _at_least(0)),
+    _D("replica.fetch.min.bytes", "int", 1, "bytes a follower's fetch waits for"),
+    _D("replica.fetch.wait.max.ms", "int", 500, "longest a follower's fetch waits"),
+    _D("replica.fetch.backoff.ms", "int", 1000, "sleep after a follower fetch error",
+       _at_least(0)),
+    _D("replica.fetch.response.max.bytes", "int", 10_485_760,
+       "bytes a follower asks for in one fetch response", _at_least(0)),
+    _D("replica.high.watermark.checkpoint.interval.ms", "long", 5000,
+       "how often replication-offset-checkpoint (high watermarks) is written"),
+    # ZooKeeper
+    _D("zookeeper.connect", "string", None,
+       "ZooKeeper hosts (host:port,…[/chroot]); unset: a single node whose metadata is a file"),
+    _D("zookeeper.session.timeout.ms", "int", 18_000, "ZooKeeper session timeout"),
+    _D("zookeeper.connection.timeout.ms", "int", None,
+       "how long to wait to connect to ZooKeeper; defaults to zookeeper.session.timeout.ms"),
+    # Network
+    _D("socket.request.max.bytes", "int", 104_857_600, "largest request accepted",
+       _at_least(1)),
+    _D("socket.send.buffer.bytes", "int", 102_400, "SO_SNDBUF of client sockets (-1: OS default)"),
+    _D("socket.receive.buffer.bytes", "int", 102_400,
+       "SO_RCVBUF of client sockets (-1: OS default)"),
+    _D("connections.max.idle.ms", "long", 600_000, "close connections idle this long"),
+    _D("queued.max.requests", "int", 500,
+       "requests queued per connection before reading from it pauses", _at_least(1)),
+    _D("request.timeout.ms", "int", 30_000, "timeout of the broker's own outbound requests"),
+    # Group coordinator and offsets
+    _D("offsets.topic.num.partitions", "int", 50, "partitions of __consumer_offsets",
+       _at_least(1)),
+    _D("offsets.topic.replication.factor", "short", 3, "replication factor of __consumer_offsets; "
+       "the server uses at most the number of live brokers", _at_least(1)),
+    _D("offsets.topic.segment.bytes", "int", 104_857_600, "segment.bytes of __consumer_offsets",
+       _at_least(1)),
+    _D("offsets.retention.minutes", "int", 10_080,
+       "committed offsets of an empty group are kept this long", _at_least(1)),
+    _D("offsets.retention.check.interval.ms", "long", 600_000,
+       "how often stale offsets are looked for", _at_least(1)),
+    _D("offset.metadata.max.bytes", "int", 4096, "largest metadata of a committed offset"),
+    _D("group.initial.rebalance.delay.ms", "int", 3000,
+       "how long a new group waits for more members before its first rebalance"),
+    _D("group.min.session.timeout.ms", "int", 6000, "smallest session timeout a member may ask"),
+    _D("group.max.session.timeout.ms", "int", 1_800_000,
+       "largest session timeout a member may ask"),
+    # Transactions and producer ids
+    _D("transaction.state.log.num.partitions", "int", 50, "partitions of __transaction_state",
+       _at_least(1)),
+    _D("transaction.state.log.replication.factor", "short", 3,
+       "replication factor of __transaction_state", _at_least(1)),
+    _D("transaction.state.log.min.isr", "int", 2, "min.insync.replicas of __transaction_state",
+       _at_least(1)),
+    _D("transaction.state.log.segment.bytes", "int", 104_857_600,
+       "segment.bytes of __transaction_state", _at_least(1)),
+    _D("transaction.state.log.load.buffer.size", "int", 5_242_880,
+       "read buffer when loading __transaction_state", _at_least(1)),
+    _D("producer.id.expiration.ms", "int", 86_400_000,
+       "forget a producer id's state after this long without writes", _at_least(1)),
+)
+
+BROKER_CONFIGS: dict[str, BrokerConfigDef] = {
+    d.name: d for d in sorted((*_BROKER_ONLY_DEFS, *_synonym_defs()), key=lambda d: d.name)
+}
+assert len(BROKER_CONFIGS) == len(_BROKER_ONLY_DEFS) + len(_synonym_defs()), "a key defined twice"
+
+# Every other broker key of Kafka 3.9 (ZooKeeper mode and KRaft alike), read from its ConfigDefs,
+# plus the authorizer's keys. Accepted with one warning each; see also _KAFKA_ONLY_PREFIXES.
+KAFKA_ONLY_CONFIGS: frozenset[str] = frozenset("""
+alter.config.policy.class.name alter.log.dirs.replication.quota.window.num
+alter.log.dirs.replication.quota.window.size.seconds authorizer.class.name
+allow.everyone.if.no.acl.found auto.include.jmx.reporter auto.leader.rebalance.enable
+background.threads broker.heartbeat.interval.ms broker.id.generation.enable
+broker.session.timeout.ms client.quota.callback.class connection.failed.authentication.delay.ms
+connections.max.reauth.ms control.plane.listener.name controlled.shutdown.enable
+controlled.shutdown.max.retries controlled.shutdown.retry.backoff.ms controller.listener.names
+controller.quorum.append.linger.ms controller.quorum.bootstrap.servers
+controller.quorum.election.backoff.max.ms controller.quorum.election.timeout.ms
+controller.quorum.fetch.timeout.ms controller.quorum.request.timeout.ms
+controller.quorum.retry.backoff.ms controller.quorum.voters controller.quota.window.num
+controller.quota.window.size.seconds controller.socket.timeout.ms create.topic.policy.class.name
+delegation.token.expiry.check.interval.ms delegation.token.expiry.time.ms
+delegation.token.master.key delegation.token.max.lifetime.ms delegation.token.secret.key
+delete.records.purgatory.purge.interval.requests early.start.listeners
+eligible.leader.replicas.enable fetch.max.bytes fetch.purgatory.purge.interval.requests
+follower.replication.throttled.rate group.consumer.assignors
+group.consumer.heartbeat.interval.ms group.consumer.max.heartbeat.interval.ms
+group.consumer.max.session.timeout.ms group.consumer.max.size group.consumer.migration.policy
+group.consumer.min.heartbeat.interval.ms group.consumer.min.session.timeout.ms
+group.consumer.session.timeout.ms group.coordinator.append.linger.ms
+group.coordinator.new.enable group.coordinator.rebalance.protocols group.coordinator.threads
+group.max.size group.share.delivery.count.limit group.share.enable
+group.share.heartbeat.interval.ms group.share.max.groups group.share.max.heartbeat.interval.ms
+group.share.max.record.lock.duration.ms group.share.max.session.timeout.ms group.share.max.size
+group.share.min.heartbeat.interval.ms group.share.min.record.lock.duration.ms
+group.share.min.session.timeout.ms group.share.partition.max.record.locks
+group.share.record.lock.duration.ms group.share.session.timeout.ms
+initial.broker.registration.timeout.ms inter.broker.protocol.version
+kafka.metrics.polling.interval.secs kafka.metrics.reporters
+leader.imbalance.check.interval.seconds leader.imbalance.per.broker.percentage
+leader.replication.throttled.rate log.dir.failure.timeout.ms log.initial.task.delay.ms
+log.local.retention.bytes log.local.retention.ms log.message.format.version
+max.connection.creation.rate max.connections max.connections.per.ip
+max.connections.per.ip.overrides max.incremental.fetch.session.cache.slots
+max.request.partition.size.limit metadata.log.dir metadata.log.max.record.bytes.between.snapshots
+metadata.log.max.snapshot.interval.ms metadata.log.segment.bytes metadata.log.segment.min.bytes
+metadata.log.segment.ms metadata.max.idle.interval.ms metadata.max.retention.bytes
+metadata.max.retention.ms metric.reporters metrics.num.samples metrics.recording.level
+metrics.sample.window.ms node.id num.io.threads num.network.threads
+num.replica.alter.log.dirs.threads num.replica.fetchers offsets.commit.required.acks
+offsets.commit.timeout.ms offsets.load.buffer.size offsets.topic.compression.codec
+password.encoder.cipher.algorithm password.encoder.iterations password.encoder.key.length
+password.encoder.keyfactory.algorithm password.encoder.old.secret password.encoder.secret
+principal.builder.class process.roles producer.id.expiration.check.interval.ms
+producer.purgatory.purge.interval.requests queued.max.request.bytes quota.window.num
+quota.window.size.seconds remote.fetch.max.wait.ms remote.log.index.file.cache.total.size.bytes
+remote.log.manager.copier.thread.pool.size remote.log.manager.copy.max.bytes.per.second
+remote.log.manager.copy.quota.window.num remote.log.manager.copy.quota.window.size.seconds
+remote.log.manager.expiration.thread.pool.size remote.log.manager.fetch.max.bytes.per.second
+remote.log.manager.fetch.quota.window.num remote.log.manager.fetch.quota.window.size.seconds
+remote.log.manager.task.interval.ms remote.log.manager.task.retry.backoff.max.ms
+remote.log.manager.task.retry.backoff.ms remote.log.manager.task.retry.jitter
+remote.log.manager.thread.pool.size remote.log.metadata.custom.metadata.max.bytes
+remote.log.metadata.manager.class.name remote.log.metadata.manager.class.path
+remote.log.metadata.manager.impl.prefix remote.log.metadata.manager.listener.name
+remote.log.reader.max.pending.tasks remote.log.reader.threads
+remote.log.storage.manager.class.name remote.log.storage.manager.class.path
+remote.log.storage.manager.impl.prefix remote.log.storage.system.enable
+replica.alter.log.dirs.io.max.bytes.per.second replica.selector.class
+replica.socket.receive.buffer.bytes replica.socket.timeout.ms replication.quota.window.num
+replication.quota.window.size.seconds reserved.broker.max.id sasl.client.callback.handler.class
+sasl.enabled.mechanisms sasl.jaas.config sasl.kerberos.kinit.cmd
+sasl.kerberos.min.time.before.relogin sasl.kerberos.principal.to.local.rules
+sasl.kerberos.service.name sasl.kerberos.ticket.renew.jitter
+sasl.kerberos.ticket.renew.window.factor sasl.login.callback.handler.class sasl.login.class
+sasl.login.connect.timeout.ms sasl.login.read.timeout.ms sasl.login.refresh.buffer.seconds
+sasl.login.refresh.min.period.seconds sasl.login.refresh.window.factor
+sasl.login.refresh.window.jitter sasl.login.retry.backoff.max.ms sasl.login.retry.backoff.ms
+sasl.mechanism.controller.protocol sasl.mechanism.inter.broker.protocol
+sasl.oauthbearer.clock.skew.seconds sasl.oauthbearer.expected.audience
+sasl.oauthbearer.expected.issuer sasl.oauthbearer.jwks.endpoint.refresh.ms
+sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms sasl.oauthbearer.jwks.endpoint.retry.backoff.ms
+sasl.oauthbearer.jwks.endpoint.url sasl.oauthbearer.scope.claim.name
+sasl.oauthbearer.sub.claim.name sasl.oauthbearer.token.endpoint.url
+sasl.server.callback.handler.class sasl.server.max.receive.size security.providers
+server.max.startup.time.ms socket.connection.setup.timeout.max.ms
+socket.connection.setup.timeout.ms socket.listen.backlog.size ssl.allow.dn.changes
+ssl.allow.san.changes ssl.cipher.suites ssl.client.auth ssl.enabled.protocols
+ssl.endpoint.identification.algorithm ssl.engine.factory.class ssl.key.password
+ssl.keymanager.algorithm ssl.keystore.certificate.chain ssl.keystore.key ssl.keystore.location
+ssl.keystore.password ssl.keystore.type ssl.principal.mapping.rules ssl.protocol ssl.provider
+ssl.secure.random.implementation ssl.trustmanager.algorithm ssl.truststore.certificates
+ssl.truststore.location ssl.truststore.password ssl.truststore.type super.users
+telemetry.max.bytes transaction.abort.timed.out.transaction.cleanup.interval.ms
+transaction.max.timeout.ms transaction.partition.verification.enable
+transaction.remove.expired.transaction.cleanup.interval.ms transactional.id.expiration.ms
+unclean.leader.election.interval.ms unstable.api.versions.enable unstable.feature.versions.enable
+zookeeper.clientCnxnSocket zookeeper.max.in.flight.requests zookeeper.metadata.migration.enable
+zookeeper.metadata.migration.min.batch.size zookeeper.set.acl zookeeper.ssl.cipher.suites
+zookeeper.ssl.client.enable zookeeper.ssl.crl.enable zookeeper.ssl.enabled.protocols
+zookeeper.ssl.endpoint.identification.algorithm zookeeper.ssl.keystore.location
+zookeeper.ssl.keystore.password zookeeper.ssl.keystore.type zookeeper.ssl.ocsp.enable
+zookeeper.ssl.protocol zookeeper.ssl.truststore.location zookeeper.ssl.truststore.password
+zookeeper.ssl.truststore.type
+""".split()) - BROKER_CONFIGS.keys()
+
+# Per-listener overrides (`listener.name.internal.ssl.keystore.location`, …) are Kafka's too.
+_KAFKA_ONLY_PREFIXES = ("listener.name.",)
+
+# Kafka's PASSWORD-typed keys: DescribeConfigs hides their values.
+PASSWORD_SUFFIXES = (
+    "delegation.token.master.key", "delegation.token.secret.key", "password.encoder.old.secret",
+    "password.encoder.secret", "sasl.jaas.config", "ssl.key.password",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.password",
+    "ssl.truststore.certificates", "ssl.truststore.password",
+)
+
+_KNOWN_NAMES = sorted(BROKER_CONFIGS.keys() | KAFKA_ONLY_CONFIGS)
+
+def is_kafka_only(name: str) -> bool:
+    """A key Kafka knows and logbroker accepts without using."""
+    return name in KAFKA_ONLY_CONFIGS or name.startswith(_KAFKA_ONLY_PREFIXES)
+
+
+def closest_known_key(name: str) -> str | None:
+    """The known key a misspelt `name` most likely meant, or None."""
+    matches = difflib.get_close_matches(name, _KNOWN_NAMES, n=1, cutoff=0.75)
+    return matches[0] if matches else None
+
+
+def parse_value(definition: BrokerConfigDef, raw: object) -> object:
+    """Parse one value (text, or already typed) of an implemented key and check it.
+
+    Raises ConfigError: `Invalid value 'abc' for configuration log.segment.bytes: expected an
+    integer`.
+    """
+    try:
+        value = _parse(definition.type, raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"Invalid value {_show(raw)} for configuration {definition.name}: "
+                          f"{_expectation(definition.type)}") from None
+    problem = definition.check(value) if definition.check and value is not None else None
+    if problem:
+        raise ConfigError(f"Invalid value {_show(raw)} for configuration {definition.name}: {problem}")
+    return value
+
+
+def _show(raw: object) -> str:
+    return repr(raw) if isinstance(raw, str) else repr(format_value(raw))
+
+
+def _expectation(kind: str) -> str:
+    if kind in _RANGES:
+        limit = _RANGES[kind]
+        return f"expected an integer between {-limit - 1} and {limit}"
+    return {
+        "double": "expected a number",
+        "boolean": "expected true or false",
+        "list": "expected a comma-separated list",
+    }.get(kind, "expected a string")
+
+
+def _parse(kind: str, raw: object) -> object:
+    if kind in _RANGES:
+        if isinstance(raw, bool) or isinstance(raw, float):
+            raise TypeError(raw)
+        value = int(raw.strip()) if isinstance(raw, str) else int(raw)
+        limit = _RANGES[kind]
+        if not -limit - 1 <= value <= limit:
+            raise ValueError(raw)
+        return value
+    if kind == "double":
+        if isinstance(raw, bool):
+            raise TypeError(raw)
+        return float(raw.strip()) if isinstance(raw, str) else float(raw)
+    if kind == "boolean":
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text not in ("true", "false"):
+            raise ValueError(raw)
+        return text == "true"
+    if kind == "list":
+        if isinstance(raw, (list, tuple)):
+            return [str(item).strip() for item in raw if str(item).strip()]
+        return [item.strip() for item in str(raw).split(",") if item.strip()]
+    return str(raw).strip()
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """One `--override key=value` argument → (key, value). Raises ConfigError."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"Invalid override {text!r}: expected key=value")
+    return key.strip(), value
