@@ -56,6 +56,7 @@ from logbroker.errors import (
     OutOfOrderSequenceNumberError,
 )
 from logbroker.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchHeader
+from logbroker.storage.checkpoints import fsync_dir, write_file_atomically
 
 log = logging.getLogger(__name__)
 
@@ -248,14 +249,6 @@ def read_snapshot(path: Path) -> list[ProducerStateEntry]:
     return decode_snapshot(path.read_bytes())
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def flush_snapshot(path: Path) -> None:
     """fsync a snapshot written with `take_snapshot(sync=False)`, and its directory.
 
@@ -269,7 +262,7 @@ def flush_snapshot(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 # --- the manager ---------------------------------------------------------------------------
@@ -484,20 +477,8 @@ class ProducerStateManager:
             return None
         offset = self._map_end_offset
         path = self.snapshot_path(offset)
-        tmp = path.with_name(path.name + ".tmp")
         data = encode_snapshot(self._producers[pid] for pid in sorted(self._producers))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        if sync:
-            _fsync_dir(self.partition_dir)
+        write_file_atomically(path, data, sync=sync)
         self._snapshots[offset] = path
         self._last_snap_offset = offset
         return path
