@@ -14,7 +14,6 @@ from logbroker.errors import (
     InvalidTimestampError,
     MessageTooLargeError,
     RecordListTooLargeError,
-    UnsupportedForMessageFormatError,
 )
 from logbroker.records.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, compute_crc
 from logbroker.records.builder import build_batch
@@ -86,10 +85,11 @@ def test_unknown_magic_is_corrupt(magic):
 
 
 @pytest.mark.parametrize("magic", [0, 1])
-def test_old_magic_is_unsupported_for_message_format(magic):
+def test_old_magic_from_a_producer_is_invalid_record(magic):
+    """Produce v3+ may carry only magic 2; Kafka answers INVALID_RECORD (87) for older batches."""
     buf = batch()
     struct.pack_into(">b", buf, 16, magic)
-    with pytest.raises(UnsupportedForMessageFormatError):
+    with pytest.raises(InvalidRecordError):
         validate_batch(buf, config=CONFIG, now_ms=NOW)
 
 
@@ -226,7 +226,7 @@ REFUSED = [
     (lambda: batch() + batch(), {}, InvalidRecordError),
     (lambda: batch()[:-3], {}, InvalidRecordError),
     (lambda: bytearray(batch()[:40]), {}, InvalidRecordError),
-    (lambda: patched(batch(), ">b", 16, 1), {}, UnsupportedForMessageFormatError),
+    (lambda: patched(batch(), ">b", 16, 1), {}, InvalidRecordError),
     (lambda: patched(batch(), ">b", 16, 5), {}, CorruptRecordError),
     (lambda: bytearray(batch()[:-1] + b"\x7f"), {}, CorruptRecordError),
     (lambda: batch(value=b"x" * 300), {"max.message.bytes": 200}, MessageTooLargeError),

@@ -103,7 +103,11 @@ def validate_batch(buf, *, config: LogConfig, now_ms: int, is_from_client: bool 
     LogAppendTime attribute. Header-only unless the topic is compacted.
     """
     view = memoryview(buf)
-    size = _check_framing(view, 0)
+    try:
+        size = _check_framing(view, 0)
+    except UnsupportedForMessageFormatError as exc:
+        # Produce v3+ carries only magic 2: Kafka answers INVALID_RECORD for anything older.
+        raise InvalidRecordError(str(exc)) from None
     if size < 0:
         raise InvalidRecordError(
             f"Produce request must contain exactly one complete record batch per partition, got "
