@@ -78,6 +78,8 @@ def unexpected(tp: TopicPartition, exc: Exception) -> KafkaError:
 
 
 class ReplicaManager:
+    metrics = None  # server.metrics.BrokerMetrics when metrics.port is set (issue 8)
+
     def __init__(self, *, broker_id: int, log_manager: LogManager, clock: Clock) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -147,6 +149,8 @@ class ReplicaManager:
             if partition.log.needs_flush(self.clock.time_ms()):
                 to_flush.append(partition.log)
             self.fetch_purgatory.check_and_complete(tp)
+        if self.metrics is not None:
+            self.metrics.on_produce(entries, results)
         pending = {tp: r for tp, r in results.items() if r.error is None}
         if not to_flush and (required_acks != -1 or not pending):
             return results
@@ -238,8 +242,11 @@ class ReplicaManager:
                                partition.log.log_start_offset)
         except Exception as exc:  # noqa: BLE001
             return FetchResult(unexpected(request.tp, exc))
+        # Fetch v3+: a first batch cut short by the byte limit is not sent at all; the client
+        # makes progress on a later fetch (Kafka's readFromLocalLog).
+        region = None if info.first_entry_incomplete else info.region
         return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
-                           partition.log.log_start_offset, info.region)
+                           partition.log.log_start_offset, region)
 
     # -- offsets ----------------------------------------------------------------------------
     def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int, *,
