@@ -15,6 +15,7 @@ COMMANDS = {
     "produce": ("logbroker.cli.console", "produce"),
     "consume": ("logbroker.cli.console", "consume"),
     "perf": ("logbroker.cli.perf", "perf"),
+    "status": ("logbroker.cli.status", "status"),
 }
 
 

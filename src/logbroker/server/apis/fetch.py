@@ -31,6 +31,8 @@ def handle(broker, request):
     results = broker.replica_manager.fetch_messages(
         replica_id=replica_id, max_wait_ms=int(body.max_wait.total_seconds() * 1000),
         min_bytes=body.min_bytes, max_bytes=body.max_bytes, partitions=requested)
+    if (metrics := broker.replica_manager.metrics) is not None:
+        results = metrics.on_fetch(replica_id, results)
     if inspect.isawaitable(results):
         return _respond_later(request, names, results)
     return _respond(request, names, results)
