@@ -24,6 +24,10 @@ def test_table_has_the_ranges_the_broker_implements():
         ApiKey.DESCRIBE_CONFIGS: (1, 4), ApiKey.ALTER_CONFIGS: (0, 2),
         ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.DESCRIBE_CLUSTER: (0, 1),
         ApiKey.DELETE_RECORDS: (0, 2), ApiKey.INIT_PRODUCER_ID: (0, 4),
+        ApiKey.OFFSET_COMMIT: (2, 9), ApiKey.OFFSET_FETCH: (1, 9), ApiKey.FIND_COORDINATOR: (0, 4),
+        ApiKey.JOIN_GROUP: (0, 9), ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 5),
+        ApiKey.SYNC_GROUP: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 5), ApiKey.LIST_GROUPS: (0, 5),
+        ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0),
     }
     assert {k: (s.min_version, s.max_version) for k, s in SUPPORTED_APIS.items()} == expected
 
@@ -49,7 +53,8 @@ def test_is_supported():
     assert apis.is_supported(ApiKey.METADATA, 12)
     assert not apis.is_supported(ApiKey.METADATA, 13)
     assert not apis.is_supported(ApiKey.PRODUCE, 2)
-    assert not apis.is_supported(ApiKey.JOIN_GROUP, 0)
+    assert not apis.is_supported(ApiKey.JOIN_GROUP, 10)
+    assert not apis.is_supported(ApiKey.SASL_HANDSHAKE, 0)
     assert not apis.is_supported(12345, 0)
 
 

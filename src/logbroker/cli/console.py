@@ -354,7 +354,9 @@ def consume(bootstrap_server: str, topic: str | None, include: str | None, group
              f"please remove one option")
     tool_defaults = {"auto.offset.reset": "earliest" if from_beginning else "latest",
                      "client.id": "console-consumer"}
-    if not groups:
+    if group is not None:
+        tool_defaults["group.id"] = group
+    elif not groups:
         tool_defaults["group.id"] = f"console-consumer-{random.randrange(100_000)}"
         tool_defaults["enable.auto.commit"] = "false"
     if isolation_level:

@@ -132,6 +132,17 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 3, 2),
     ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, 1),
     ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 1, 0),
+    ApiSpec(ApiKey.OFFSET_COMMIT, 2, 9, 8),
+    ApiSpec(ApiKey.OFFSET_FETCH, 1, 9, 6),
+    ApiSpec(ApiKey.FIND_COORDINATOR, 0, 4, 3),
+    ApiSpec(ApiKey.JOIN_GROUP, 0, 9, 6),
+    ApiSpec(ApiKey.HEARTBEAT, 0, 4, 4),
+    ApiSpec(ApiKey.LEAVE_GROUP, 0, 5, 4),
+    ApiSpec(ApiKey.SYNC_GROUP, 0, 5, 4),
+    ApiSpec(ApiKey.DESCRIBE_GROUPS, 0, 5, 5),
+    ApiSpec(ApiKey.LIST_GROUPS, 0, 5, 3),
+    ApiSpec(ApiKey.DELETE_GROUPS, 0, 2, 2),
+    ApiSpec(ApiKey.OFFSET_DELETE, 0, 0, None),
 )
 
 # ApiVersions' own flexible-from, which header parsing needs even for versions above our maximum.

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from logbroker.clock import Clock, SystemClock
+from logbroker.coordinator.group_coordinator import GroupCoordinator
 from logbroker.coordinator.producer_ids import ProducerIdManager
 from logbroker.metadata.controller import Controller
 from logbroker.metadata.local_store import LocalMetadataStore
@@ -49,7 +50,9 @@ class Broker:
         self.replica_manager: ReplicaManager | None = None
         self.controller: Controller | None = None
         self.producer_ids: ProducerIdManager | None = None
+        self.group_coordinator: GroupCoordinator | None = None
         self.server: KafkaServer | None = None
+        self.metrics = None  # server.metrics.MetricsServer when metrics.port is set
         self.listeners: list[Listener] = []
         self.default_log_config: LogConfig = config.default_log_config()
         self._tasks: list[asyncio.Task] = []
@@ -91,9 +94,14 @@ class Broker:
         self._adopt_orphan_logs()
         self.apply_partition_states(self.controller.elect_all())
         self.producer_ids = ProducerIdManager(self.store)
+        self.group_coordinator = GroupCoordinator(broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store, create_topic=self.create_topic, clock=self.clock)
+        self.group_coordinator.load()
         self.server = KafkaServer(Dispatcher(self), max_request_bytes=self.config.socket_request_max_bytes,
                                   connections_max_idle_ms=self.config.connections_max_idle_ms,
                                   clock_ms=self.clock.monotonic_ms)
+        if self.config.metrics_port is not None:
+            from logbroker.server.metrics import start_metrics
+            self.metrics = await start_metrics(self)
         for name, host, port in self.config.listeners:
             bound = await self.server.listen(host, port)
             self.listeners.append(Listener(name, host or "0.0.0.0", bound))
@@ -191,9 +199,13 @@ class Broker:
         log.info("Shutting down broker %d", self.broker_id)
         if self.server is not None:
             await self.server.close()
+        if self.metrics is not None:
+            await self.metrics.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
         if self.log_manager is not None:
             self.log_manager.shutdown()
         self._stopped.set()

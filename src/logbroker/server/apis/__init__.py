@@ -12,6 +12,8 @@ MODULES = (
     "api_versions", "metadata", "produce", "fetch", "list_offsets", "offset_for_leader_epoch",
     "create_topics", "delete_topics", "create_partitions", "describe_configs", "alter_configs",
     "incremental_alter_configs", "describe_cluster", "delete_records", "init_producer_id",
+    "find_coordinator", "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit",
+    "offset_fetch", "list_groups", "describe_groups", "delete_groups", "offset_delete",
 )
 
 

@@ -1,0 +1,23 @@
+"""DeleteGroups (api key 42), v0-2: remove empty groups and their committed offsets.
+
+Per group: GROUP_ID_NOT_FOUND when unknown, NON_EMPTY_GROUP while it has members; otherwise
+tombstones for its offsets and metadata are appended to `__consumer_offsets` before the answer.
+"""
+
+from __future__ import annotations
+
+from logbroker.errors import KafkaError
+
+API_KEY = 42
+
+
+async def handle(broker, request) -> dict:
+    results = []
+    for group_id in request.body.groups_names:
+        try:
+            await broker.group_coordinator.delete_group(group_id)
+            code = 0
+        except KafkaError as exc:
+            code = exc.code
+        results.append({"group_id": group_id, "error_code": code})
+    return {"results": results}

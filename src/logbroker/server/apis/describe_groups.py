@@ -1,0 +1,25 @@
+"""DescribeGroups (api key 15), v0-5: state, protocol and members of groups.
+
+Member metadata and assignment are the opaque bytes the members sent, given only while the group
+is Stable (as Kafka); an unknown group is answered as state "Dead" with no error (v0-5).
+"""
+
+from __future__ import annotations
+
+from logbroker.errors import KafkaError
+
+API_KEY = 15
+NO_AUTHORIZED_OPERATIONS = -2147483648
+
+
+def handle(broker, request) -> dict:
+    groups = []
+    for group_id in request.body.groups:
+        try:
+            described = broker.group_coordinator.describe_group(group_id)
+        except KafkaError as exc:
+            described = {"error_code": exc.code, "group_id": group_id, "group_state": "",
+                         "protocol_type": "", "protocol_data": "", "members": []}
+        described["authorized_operations"] = NO_AUTHORIZED_OPERATIONS
+        groups.append(described)
+    return {"groups": groups}

@@ -1,0 +1,50 @@
+"""FindCoordinator (api key 10), v0-4: which broker coordinates a group.
+
+Key type 0 (group): the leader of the group's `__consumer_offsets` partition, creating the topic
+on first use as Kafka does. Key type 1 (transaction) is COORDINATOR_NOT_AVAILABLE — transactions are
+not implemented, and InitProducerId already refuses transactional ids — and any other key type
+INVALID_REQUEST. v4 answers a batch of keys (`coordinator_keys`), one entry each.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from logbroker.errors import CoordinatorNotAvailableError, InvalidGroupIdError, InvalidRequestError, KafkaError
+
+API_KEY = 10
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+
+log = logging.getLogger("kafka.server.KafkaApis")
+
+
+def handle(broker, request) -> dict:
+    body = request.body
+    key_type = getattr(body, "key_type", GROUP_KEY_TYPE)
+    if request.api_version >= 4:
+        return {"coordinators": [dict(_find(broker, key_type, key), key=key) for key in body.coordinator_keys]}
+    return _find(broker, key_type, body.key)
+
+
+def _find(broker, key_type: int, key: str) -> dict:
+    try:
+        if key_type == TRANSACTION_KEY_TYPE:
+            raise CoordinatorNotAvailableError("Transactions are not supported by this broker")
+        if key_type != GROUP_KEY_TYPE:
+            raise InvalidRequestError(f"Unknown coordinator key type {key_type}")
+        coordinator = broker.group_coordinator
+        if not key:
+            raise InvalidGroupIdError("The group id is empty")
+        coordinator.ensure_offsets_topic()
+        tp = coordinator.coordinator_partition(key)
+        state = broker.store.partition_state(tp)
+        if state is None or state.leader < 0:
+            raise CoordinatorNotAvailableError(f"{tp} has no leader")
+        node = next((b for b in broker.brokers() if b.broker_id == state.leader), None)
+        if node is None:
+            raise CoordinatorNotAvailableError(f"the leader of {tp} is not alive")
+        return {"error_code": 0, "error_message": None, "node_id": node.broker_id, "host": node.host,
+                "port": node.port}
+    except KafkaError as exc:
+        return {"error_code": exc.code, "error_message": str(exc) or None, "node_id": -1, "host": "", "port": -1}

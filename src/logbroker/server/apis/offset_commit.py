@@ -1,0 +1,56 @@
+"""OffsetCommit (api key 8), v2-9: store a group's consumed positions.
+
+Per partition, as Kafka's KafkaApis and GroupCoordinator: an unknown topic or partition is
+UNKNOWN_TOPIC_OR_PARTITION, metadata longer than offset.metadata.max.bytes is
+OFFSET_METADATA_TOO_LARGE; the rest are checked against the group as one (generation -1 with an
+empty or unknown group is a simple consumer's commit; otherwise the member and generation must be
+current: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID) and
+appended to `__consumer_offsets` before the answer. Null metadata is stored as "" (Kafka's
+NO_METADATA). v2-4's retention_time sets an expiry timestamp kept in memory only.
+"""
+
+from __future__ import annotations
+
+from logbroker.coordinator.offsets_schema import OffsetAndMetadata
+from logbroker.errors import KafkaError, OffsetMetadataTooLargeError, UnknownTopicOrPartitionError
+from logbroker.server.apis._groups import ms
+from logbroker.types import TopicPartition
+
+API_KEY = 8
+
+
+async def handle(broker, request) -> dict:
+    body = request.body
+    now_ms = broker.clock.time_ms()
+    retention_ms = ms(body.retention_time) if 2 <= request.api_version <= 4 else -1
+    max_metadata = broker.config.offset_metadata_max_bytes
+    codes: dict[TopicPartition, int] = {}
+    valid: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in body.topics:
+        info = broker.store.topic(topic.name)
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            metadata = p.committed_metadata or ""
+            if info is None or not 0 <= p.partition_index < info.num_partitions:
+                codes[tp] = UnknownTopicOrPartitionError.code
+            elif len(metadata.encode()) > max_metadata:
+                codes[tp] = OffsetMetadataTooLargeError.code
+            else:
+                valid[tp] = OffsetAndMetadata(
+                    p.committed_offset, getattr(p, "committed_leader_epoch", -1), metadata, now_ms,
+                    now_ms + retention_ms if retention_ms >= 0 else -1)
+    try:
+        await broker.group_coordinator.commit_offsets(
+            group_id=body.group_id, member_id=body.member_id,
+            group_instance_id=getattr(body, "group_instance_id", None),
+            generation_id=body.generation_id_or_member_epoch, offsets=valid)
+        group_code = 0
+    except KafkaError as exc:
+        group_code = exc.code
+    for tp in valid:
+        codes[tp] = group_code
+    return {"topics": [{"name": topic.name,
+                        "partitions": [{"partition_index": p.partition_index,
+                                        "error_code": codes[TopicPartition(topic.name, p.partition_index)]}
+                                       for p in topic.partitions]}
+                       for topic in body.topics]}

@@ -1,0 +1,58 @@
+"""OffsetFetch (api key 9), v1-9: a group's committed offsets.
+
+A partition with no commit gets offset -1 and empty metadata; null topics (v2+) mean every
+partition the group has committed. v5+ returns the committed leader epoch (-1 when the commit
+carried none). v2+ has a top-level error, v8+ answers a batch of groups. require_stable needs no
+wait: without transactions no offset is ever pending.
+"""
+
+from __future__ import annotations
+
+from logbroker.errors import KafkaError
+from logbroker.types import TopicPartition
+
+API_KEY = 9
+
+
+def handle(broker, request) -> dict:
+    body = request.body
+    if request.api_version >= 8:
+        groups = []
+        for group in body.groups:
+            topics = (None if group.topics is None
+                      else [(t.name, t.partition_indexes) for t in group.topics])
+            result = _fetch(broker, group.group_id, topics)
+            groups.append(dict(result, group_id=group.group_id))
+        return {"groups": groups}
+    topics = None if body.topics is None else [(t.name, t.partition_indexes) for t in body.topics]
+    result = _fetch(broker, body.group_id, topics)
+    if request.api_version < 2 and result["error_code"]:
+        # v0-1 have no top-level error: every partition carries it.
+        code = result["error_code"]
+        result["topics"] = [{"name": name, "partitions": [_partition(p, None, code) for p in parts]}
+                            for name, parts in (topics or [])]
+    return result
+
+
+def _fetch(broker, group_id: str, topics: list[tuple[str, list[int]]] | None) -> dict:
+    wanted = None if topics is None else [TopicPartition(name, p) for name, parts in topics for p in parts]
+    try:
+        offsets = broker.group_coordinator.fetch_offsets(group_id, wanted)
+    except KafkaError as exc:
+        return {"error_code": exc.code, "topics": []}
+    by_topic: dict[str, list[dict]] = {}
+    for tp, committed in sorted(offsets.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+        by_topic.setdefault(tp.topic, []).append(_partition(tp.partition, committed, 0))
+    if topics is not None:  # answer in the request's order
+        by_topic = {name: [_partition(p, offsets.get(TopicPartition(name, p)), 0) for p in parts]
+                    for name, parts in topics}
+    return {"error_code": 0, "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()]}
+
+
+def _partition(partition: int, committed, code: int) -> dict:
+    if committed is None:
+        return {"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1,
+                "metadata": "", "error_code": code}
+    return {"partition_index": partition, "committed_offset": committed.offset,
+            "committed_leader_epoch": committed.leader_epoch, "metadata": committed.metadata,
+            "error_code": code}
