@@ -10,6 +10,7 @@ $(PY):
 
 install: $(PY)
 	$(PY) -m pip install -q -e '.[test]'
+	@if command -v npm >/dev/null 2>&1; then npm install --prefix tests/js --no-audit --no-fund --loglevel=error >/dev/null; fi
 
 run: install
 	$(VENV)/bin/logbroker serve
