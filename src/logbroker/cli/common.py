@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Iterable, Mapping
 from typing import NoReturn
 
 import click
+
+from logbroker.errors import BY_CODE
 
 DEFAULT_BOOTSTRAP = "localhost:9092"
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -105,7 +108,6 @@ def error_sentence(error: object) -> str:
     if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
         error = error.args[0]
     if isinstance(error, KafkaError):
-        from logbroker.errors import BY_CODE
         code = error.code()
         name = BY_CODE[code].name if code > 0 and code in BY_CODE else error.name()
         message = error.str().removeprefix("Broker: ").rstrip(". ") or name
@@ -141,8 +143,6 @@ def fail_with(error: object, bootstrap: str, *, what: str | None = None) -> NoRe
 def ensure_reachable(client, config: Mapping[str, object], timeout_s: float = 10.0) -> None:
     """Fail at once when no broker answers (librdkafka says all brokers are down, or metadata
     does not come within `timeout_s`), rather than when the first record times out."""
-    import time
-
     from confluent_kafka import KafkaError, KafkaException
 
     bootstrap = str(config["bootstrap.servers"])

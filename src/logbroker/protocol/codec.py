@@ -19,8 +19,8 @@ What a client can get wrong, and what happens (each error carries the correlatio
 
 Records. kio hands a Produce partition's records to us as `bytes` (`kio.static.primitive.Records`
 is a bytes subclass, but the native reader returns plain `bytes`): one copy out of the frame, which
-is itself a view of the socket's read buffer (framing.py), so the record bytes are copied exactly
-once between the socket and `Log.append`.
+is itself a view of the socket's read buffer (framing.py). The Produce handler copies them once
+more, into the bytearray the log patches in place (server/apis/produce.py).
 """
 
 from __future__ import annotations

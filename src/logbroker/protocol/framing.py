@@ -8,8 +8,8 @@ Why it is shaped this way. The server calls `feed` on every read, and clients pi
 holds many small frames or a slice of one big Produce. Copies are what cost:
 
 * Frames that lie wholly inside the data just fed (the common case) come back as memoryviews of
-  that `bytes` object — no copy at all. kio then copies a Produce's records once, into the `bytes`
-  of the parsed request, and that is the only copy of record data on the way in.
+  that `bytes` object — no copy at all. kio then copies a Produce's records into the `bytes`
+  of the parsed request, the first of the two copies on the way in (see codec.py).
 * Only an incomplete frame at the end of a read is kept, in a bytearray that grows by appends
   (amortised O(1) a byte, never O(n²)). The frame it completes is handed out as a memoryview of
   that bytearray, and the decoder then starts a fresh bytearray for the next partial frame instead

@@ -12,35 +12,17 @@ import struct
 from collections.abc import Sequence
 from uuid import UUID
 
-I8 = struct.Struct(">b")
+from logbroker.records.varint import encode_uvarint as uvarint
+
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
-I64 = struct.Struct(">q")
 I32_I32 = struct.Struct(">ii")
-
-INT32_MIN = -(2**31)
 
 NULL_LEGACY_STRING = b"\xff\xff"
 NULL_LEGACY_ARRAY = b"\xff\xff\xff\xff"
-EMPTY_LEGACY_ARRAY = b"\x00\x00\x00\x00"
 NULL_COMPACT = b"\x00"  # null compact string / bytes / array
-EMPTY_COMPACT_ARRAY = b"\x01"
 NO_TAGGED_FIELDS = b"\x00"
 ZERO_UUID = bytes(16)
-
-_SMALL_UVARINTS = [bytes((n,)) for n in range(128)]
-
-
-def uvarint(value: int) -> bytes:
-    """An unsigned varint (7 bits a byte, low group first, high bit = more follows)."""
-    if value < 0x80:
-        return _SMALL_UVARINTS[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def legacy_string(value: str) -> bytes:

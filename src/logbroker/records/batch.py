@@ -33,6 +33,7 @@ import crc32c
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes not counted in batchLength
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49: a batchLength below this cannot hold a header
 MAGIC = 2
 
 BASE_OFFSET = struct.Struct(">q")  # at 0

@@ -25,13 +25,12 @@ clients): produce and fetch never do.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from logbroker.errors import CorruptRecordError
+from logbroker.records.batch import NO_SEQUENCE
 from logbroker.records.varint import decode_varint, decode_varlong, encode_varint, encode_varlong
-
-NO_SEQUENCE = -1
 
 Header = tuple[str, "bytes | None"]
 
@@ -58,13 +57,6 @@ class Record:
     @property
     def value_size(self) -> int:
         return -1 if self.value is None else len(self.value)
-
-
-def increment_sequence(sequence: int, increment: int) -> int:
-    """Producer sequences wrap from int32 max to 0 (Kafka's DefaultRecordBatch.incrementSequence)."""
-    if sequence == NO_SEQUENCE:
-        return NO_SEQUENCE
-    return (sequence + increment) % 0x80000000
 
 
 # --- decoding -----------------------------------------------------------------------------
@@ -216,14 +208,4 @@ def encode_record(out: bytearray, *, offset_delta: int, timestamp_delta: int, ke
         _encode_bytes(body, header_value)
     out += encode_varint(len(body))
     out += body
-
-
-def encode_records(records: Sequence[Record], *, base_offset: int, base_timestamp: int) -> bytes:
-    """Encode Records as an uncompressed records section, offsets and timestamps as deltas."""
-    out = bytearray()
-    for record in records:
-        encode_record(out, offset_delta=record.offset - base_offset,
-                      timestamp_delta=record.timestamp - base_timestamp,
-                      key=record.key, value=record.value, headers=record.headers)
-    return bytes(out)
 

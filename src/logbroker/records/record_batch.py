@@ -35,6 +35,7 @@ from logbroker.records.batch import (
     LOG_OVERHEAD,
     MAGIC,
     MAGIC_OFFSET,
+    MIN_BATCH_LENGTH,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
     compute_crc,
@@ -43,7 +44,6 @@ from logbroker.records.batch import (
 from logbroker.records.compression import decompress
 from logbroker.records.record import Record, decode_records
 
-MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49: a batchLength below this cannot hold a header
 MAX_TIMESTAMP_OFFSET = 35
 
 _ATTRIBUTES = struct.Struct(">h")

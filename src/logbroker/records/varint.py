@@ -28,9 +28,14 @@ VARINT_MAX_BYTES = 5
 VARLONG_MAX_BYTES = 10
 
 
-def _encode_unsigned(n: int) -> bytes:
+_SMALL_UNSIGNED = [bytes((n,)) for n in range(128)]
+
+
+def encode_uvarint(n: int) -> bytes:
+    """The unsigned varint of a non-negative `n`, unchecked: the hot path of the protocol
+    encoders (compact lengths, tagged fields). `encode_unsigned_varint` checks the uint32 range."""
     if n < 0x80:
-        return bytes((n,))
+        return _SMALL_UNSIGNED[n]
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -43,21 +48,21 @@ def encode_varint(value: int) -> bytes:
     """Zigzag-encode an int32."""
     if not INT32_MIN <= value <= INT32_MAX:
         raise ValueError(f"varint out of int32 range: {value}")
-    return _encode_unsigned((value << 1) ^ (value >> 31))
+    return encode_uvarint((value << 1) ^ (value >> 31))
 
 
 def encode_varlong(value: int) -> bytes:
     """Zigzag-encode an int64."""
     if not INT64_MIN <= value <= INT64_MAX:
         raise ValueError(f"varlong out of int64 range: {value}")
-    return _encode_unsigned((value << 1) ^ (value >> 63))
+    return encode_uvarint((value << 1) ^ (value >> 63))
 
 
 def encode_unsigned_varint(value: int) -> bytes:
     """Encode a uint32 without zigzag (compact lengths, tagged fields)."""
     if not 0 <= value <= UINT32_MAX:
         raise ValueError(f"unsigned varint out of uint32 range: {value}")
-    return _encode_unsigned(value)
+    return encode_uvarint(value)
 
 
 def write_varint(out: bytearray, value: int) -> None:

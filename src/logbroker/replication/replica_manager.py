@@ -33,16 +33,13 @@ from logbroker.errors import (
 from logbroker.metadata.model import PartitionState
 from logbroker.replication.partition import Partition
 from logbroker.replication.purgatory import DelayedOperation, Purgatory
+from logbroker.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from logbroker.storage.log_config import LogConfig
 from logbroker.storage.log_manager import LogManager
 from logbroker.storage.values import FileRegion, TimestampAndOffset
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.ReplicaManager")
-
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-MAX_TIMESTAMP = -3
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +233,7 @@ class ReplicaManager:
                                           fetch_only_committed=fetch_only_committed,
                                           min_one_message=min_one_message)
         except KafkaError as exc:
-            if partition is None or isinstance(exc, (NotLeaderOrFollowerError,)):
+            if partition is None or isinstance(exc, NotLeaderOrFollowerError):
                 return FetchResult(exc)
             return FetchResult(exc, partition.high_watermark, partition.last_stable_offset,
                                partition.log.log_start_offset)

@@ -15,7 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from logbroker.errors import InvalidConfigError
-from logbroker.storage.log_config import INT_MAX, LONG_MAX, TOPIC_CONFIGS, format_value
+from logbroker.storage.log_config import (
+    INT_MAX,
+    LONG_MAX,
+    TOPIC_CONFIGS,
+    at_least,
+    between,
+    format_value,
+    one_of,
+)
 
 SHORT_MAX = (1 << 15) - 1
 _RANGES = {"short": SHORT_MAX, "int": INT_MAX, "long": LONG_MAX}
@@ -39,18 +47,6 @@ class BrokerConfigDef:
     default: object
     doc: str
     check: Callable[[object], str | None] | None = None
-
-
-def _at_least(minimum: int | float) -> Callable[[object], str | None]:
-    return lambda v: None if v >= minimum else f"must be at least {minimum}"
-
-
-def _between(lo: int, hi: int) -> Callable[[object], str | None]:
-    return lambda v: None if lo <= v <= hi else f"must be between {lo} and {hi}"
-
-
-def _one_of(*choices: str) -> Callable[[object], str | None]:
-    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
 
 
 HOUR_MS = 3_600_000
@@ -91,7 +87,7 @@ _D = BrokerConfigDef
 _BROKER_ONLY_DEFS = (
     # Server basics
     _D("broker.id", "int", 0, "this broker's id; logbroker's default is 0 (Kafka's -1 asks Kafka to "
-       "generate one, which logbroker does not do)", _at_least(0)),
+       "generate one, which logbroker does not do)", at_least(0)),
     _D("broker.rack", "string", None, "rack of this broker, for rack-aware replica assignment"),
     _D("listeners", "string", "PLAINTEXT://127.0.0.1:9092",
        "listener_name://host:port entries to listen on; an empty host means every interface. "
@@ -105,46 +101,46 @@ _BROKER_ONLY_DEFS = (
        "listener brokers use to talk to each other; defaults to security.inter.broker.protocol"),
     _D("security.inter.broker.protocol", "string", "PLAINTEXT",
        "security protocol between brokers (when inter.broker.listener.name is not set)",
-       _one_of(*SECURITY_PROTOCOLS)),
+       one_of(*SECURITY_PROTOCOLS)),
     _D("metrics.port", "int", None, "logbroker only: port of the Prometheus /metrics endpoint "
-       "(unset: no endpoint)", _between(0, 65535)),
+       "(unset: no endpoint)", between(0, 65535)),
     # Logs
     _D("log.dirs", "list", None, "data directories; overrides log.dir"),
     _D("log.dir", "string", None, "data directory when log.dirs is not set; logbroker's default "
        "is unset, so that `logbroker serve` chooses one and prints it (Kafka's is /tmp/kafka-logs)"),
-    _D("num.partitions", "int", 1, "partitions of an auto-created or unspecified topic", _at_least(1)),
+    _D("num.partitions", "int", 1, "partitions of an auto-created or unspecified topic", at_least(1)),
     _D("default.replication.factor", "int", 1, "replication factor of auto-created topics",
-       _at_least(1)),
+       at_least(1)),
     _D("auto.create.topics.enable", "boolean", True,
        "create a topic when a client asks for metadata of an unknown one"),
     _D("delete.topic.enable", "boolean", True, "allow deleting topics"),
     _D("num.recovery.threads.per.data.dir", "int", 1,
-       "threads per data directory for recovery at startup", _at_least(1)),
+       "threads per data directory for recovery at startup", at_least(1)),
     _D("log.roll.hours", "int", 168, "segment.ms in hours, when log.roll.ms is not set",
-       _at_least(1)),
+       at_least(1)),
     _D("log.roll.jitter.hours", "int", 0,
-       "segment.jitter.ms in hours, when log.roll.jitter.ms is not set", _at_least(0)),
+       "segment.jitter.ms in hours, when log.roll.jitter.ms is not set", at_least(0)),
     _D("log.retention.minutes", "int", None,
        "retention.ms in minutes, when log.retention.ms is not set"),
     _D("log.retention.hours", "int", 168,
        "retention.ms in hours, when neither log.retention.ms nor log.retention.minutes is set"),
     _D("log.retention.check.interval.ms", "long", 300_000,
-       "how often logs are checked for segments to delete", _at_least(1)),
+       "how often logs are checked for segments to delete", at_least(1)),
     _D("log.flush.scheduler.interval.ms", "long", LONG_MAX,
        "how often logs are checked for a flush; flush.ms when log.flush.interval.ms is not set"),
     _D("log.flush.offset.checkpoint.interval.ms", "int", 60_000,
-       "how often recovery-point-offset-checkpoint is written", _at_least(0)),
+       "how often recovery-point-offset-checkpoint is written", at_least(0)),
     _D("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000,
-       "how often log-start-offset-checkpoint is written", _at_least(0)),
+       "how often log-start-offset-checkpoint is written", at_least(0)),
     # Log cleaner
     _D("log.cleaner.enable", "boolean", True, "run the log cleaner (compaction)"),
-    _D("log.cleaner.threads", "int", 1, "log cleaner threads", _at_least(0)),
+    _D("log.cleaner.threads", "int", 1, "log cleaner threads", at_least(0)),
     _D("log.cleaner.backoff.ms", "long", 15_000, "sleep when there is no log to clean",
-       _at_least(0)),
+       at_least(0)),
     _D("log.cleaner.dedupe.buffer.size", "long", 134_217_728,
        "memory for deduplication, over all cleaner threads"),
     _D("log.cleaner.io.buffer.size", "int", 524_288, "memory for cleaner I/O buffers",
-       _at_least(0)),
+       at_least(0)),
     _D("log.cleaner.io.buffer.load.factor", "double", 0.9, "load factor of the dedupe buffer"),
     _D("log.cleaner.io.max.bytes.per.second", "double", 1.7976931348623157e308,
        "cleaner I/O throttle, reads and writes together"),
@@ -152,13 +148,13 @@ _BROKER_ONLY_DEFS = (
     _D("replica.lag.time.max.ms", "long", 30_000,
        "a follower not caught up for this long leaves the ISR"),
     _D("replica.fetch.max.bytes", "int", 1_048_576, "bytes per partition a follower asks for",
-       _at_least(0)),
+       at_least(0)),
     _D("replica.fetch.min.bytes", "int", 1, "bytes a follower's fetch waits for"),
     _D("replica.fetch.wait.max.ms", "int", 500, "longest a follower's fetch waits"),
     _D("replica.fetch.backoff.ms", "int", 1000, "sleep after a follower fetch error",
-       _at_least(0)),
+       at_least(0)),
     _D("replica.fetch.response.max.bytes", "int", 10_485_760,
-       "bytes a follower asks for in one fetch response", _at_least(0)),
+       "bytes a follower asks for in one fetch response", at_least(0)),
     _D("replica.high.watermark.checkpoint.interval.ms", "long", 5000,
        "how often replication-offset-checkpoint (high watermarks) is written"),
     # ZooKeeper
@@ -169,25 +165,25 @@ _BROKER_ONLY_DEFS = (
        "how long to wait to connect to ZooKeeper; defaults to zookeeper.session.timeout.ms"),
     # Network
     _D("socket.request.max.bytes", "int", 104_857_600, "largest request accepted",
-       _at_least(1)),
+       at_least(1)),
     _D("socket.send.buffer.bytes", "int", 102_400, "SO_SNDBUF of client sockets (-1: OS default)"),
     _D("socket.receive.buffer.bytes", "int", 102_400,
        "SO_RCVBUF of client sockets (-1: OS default)"),
     _D("connections.max.idle.ms", "long", 600_000, "close connections idle this long"),
     _D("queued.max.requests", "int", 500,
-       "requests queued per connection before reading from it pauses", _at_least(1)),
+       "requests queued per connection before reading from it pauses", at_least(1)),
     _D("request.timeout.ms", "int", 30_000, "timeout of the broker's own outbound requests"),
     # Group coordinator and offsets
     _D("offsets.topic.num.partitions", "int", 50, "partitions of __consumer_offsets",
-       _at_least(1)),
+       at_least(1)),
     _D("offsets.topic.replication.factor", "short", 3, "replication factor of __consumer_offsets; "
-       "the server uses at most the number of live brokers", _at_least(1)),
+       "the server uses at most the number of live brokers", at_least(1)),
     _D("offsets.topic.segment.bytes", "int", 104_857_600, "segment.bytes of __consumer_offsets",
-       _at_least(1)),
+       at_least(1)),
     _D("offsets.retention.minutes", "int", 10_080,
-       "committed offsets of an empty group are kept this long", _at_least(1)),
+       "committed offsets of an empty group are kept this long", at_least(1)),
     _D("offsets.retention.check.interval.ms", "long", 600_000,
-       "how often stale offsets are looked for", _at_least(1)),
+       "how often stale offsets are looked for", at_least(1)),
     _D("offset.metadata.max.bytes", "int", 4096, "largest metadata of a committed offset"),
     _D("group.initial.rebalance.delay.ms", "int", 3000,
        "how long a new group waits for more members before its first rebalance"),
@@ -196,17 +192,17 @@ _BROKER_ONLY_DEFS = (
        "largest session timeout a member may ask"),
     # Transactions and producer ids
     _D("transaction.state.log.num.partitions", "int", 50, "partitions of __transaction_state",
-       _at_least(1)),
+       at_least(1)),
     _D("transaction.state.log.replication.factor", "short", 3,
-       "replication factor of __transaction_state", _at_least(1)),
+       "replication factor of __transaction_state", at_least(1)),
     _D("transaction.state.log.min.isr", "int", 2, "min.insync.replicas of __transaction_state",
-       _at_least(1)),
+       at_least(1)),
     _D("transaction.state.log.segment.bytes", "int", 104_857_600,
-       "segment.bytes of __transaction_state", _at_least(1)),
+       "segment.bytes of __transaction_state", at_least(1)),
     _D("transaction.state.log.load.buffer.size", "int", 5_242_880,
-       "read buffer when loading __transaction_state", _at_least(1)),
+       "read buffer when loading __transaction_state", at_least(1)),
     _D("producer.id.expiration.ms", "int", 86_400_000,
-       "forget a producer id's state after this long without writes", _at_least(1)),
+       "forget a producer id's state after this long without writes", at_least(1)),
 )
 
 BROKER_CONFIGS: dict[str, BrokerConfigDef] = {

@@ -215,10 +215,6 @@ class AbstractIndex:
         if not self.writable:
             raise ValueError(f"index {self._path} is open read-only")
 
-    def _ensure_mapped(self) -> None:
-        if self._mmap is None and self._length:
-            raise ValueError(f"index {self._path} is closed")
-
     def resize(self, new_size: int) -> bool:
         """Set the file to `new_size` bytes rounded down to the entry size and remap it.
 

@@ -21,7 +21,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +49,20 @@ def fsync_dir(directory: str | os.PathLike) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_file(path: str | os.PathLike) -> None:
+    """fsync a file written without sync, then its directory; nothing if it is gone already
+    (deleted meanwhile). Blocks on disk."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(Path(path).parent)
 
 
 def write_file_atomically(path: str | os.PathLike, data: bytes, *, sync: bool = True) -> None:
@@ -393,10 +407,3 @@ def delete_clean_shutdown_file(log_dir: str | os.PathLike) -> None:
         raise KafkaStorageError(f"Failed to delete {path}: {e}") from e
     fsync_dir(log_dir)
 
-
-def offsets_by_dir(entries: Iterable[tuple[Path, TopicPartition, int]]) -> dict[Path, dict[TopicPartition, int]]:
-    """Group (log dir, partition, offset) triples by log dir, for writing one file per dir."""
-    grouped: dict[Path, dict[TopicPartition, int]] = {}
-    for log_dir, tp, offset in entries:
-        grouped.setdefault(log_dir, {})[tp] = offset
-    return grouped

@@ -10,6 +10,7 @@ from logbroker.errors import CorruptRecordError
 from logbroker.records.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
     NO_PARTITION_LEADER_EPOCH,
     NO_TIMESTAMP,
     BatchHeader,
@@ -20,7 +21,6 @@ from logbroker.records.record import decode_records
 from logbroker.storage.values import FileRegion, TimestampAndOffset, TimestampOffset
 
 INT32_MAX = (1 << 31) - 1
-MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49: a batch with no records
 _READ_CHUNK = 64 * 1024
 
 

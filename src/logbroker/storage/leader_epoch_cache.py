@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from logbroker.storage.checkpoints import CheckpointFile, fsync_dir
+from logbroker.storage.checkpoints import CheckpointFile, fsync_file
 
 log = logging.getLogger(__name__)
 
@@ -216,15 +216,7 @@ class LeaderEpochFileCache:
     def fsync_file(self) -> None:
         """fsync the checkpoint file and its directory (safe beside a concurrent rewrite: the
         rewrite marks the cache dirty again). Blocks on disk."""
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        fsync_dir(self.path.parent)
+        fsync_file(self.path)
 
     def _write(self, *, sync: bool) -> None:
         if not self.path.parent.exists():

@@ -284,17 +284,6 @@ class Log:
             self._high_watermark = hw
             return hw
 
-    def maybe_increment_high_watermark(self, high_watermark: int) -> bool:
-        """Move the high watermark up (never down, never past the log end); True if it moved."""
-        with self._lock:
-            if high_watermark > self._log_end_offset:
-                raise ValueError(f"High watermark {high_watermark} update exceeds the log end "
-                                 f"offset {self._log_end_offset} of {self._tp}")
-            if high_watermark <= self._high_watermark:
-                return False
-            self._high_watermark = high_watermark
-            return True
-
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
         """Record that `leader_epoch` starts at `start_offset` (a new leader at its log end)."""
         with self._lock:
@@ -344,8 +333,10 @@ class Log:
             if self._config.log_append_time and not header.is_control:
                 set_log_append_time(view, 0, now_ms)
                 log_append_time_ms = now_ms
-            header = read_header(view, 0)
-            last_offset = header.last_offset
+                header = read_header(view, 0)  # attributes and maxTimestamp changed
+            # The patches above are in the bytes only: `header` may still hold the producer's
+            # baseOffset and epoch, so offsets are computed from base_offset.
+            last_offset = base_offset + header.last_offset_delta
             try:
                 segment = self._maybe_roll(header.size_in_bytes, header.max_timestamp, last_offset,
                                            now_ms, roll_offset=base_offset)
@@ -798,9 +789,13 @@ class Log:
                 return False
             if self._unflushed_snapshots or self._recovery_point < self._segments[-1].base_offset:
                 return True
-            unflushed = self._log_end_offset - self._recovery_point
-            return unflushed > 0 and (unflushed >= self._config.flush_messages
-                                      or now_ms - self._last_flush_ms >= self._config.flush_ms)
+            return self._flush_policy_due(now_ms)
+
+    def _flush_policy_due(self, now_ms: int) -> bool:
+        """flush.messages unflushed messages, or flush.ms since the last flush with some."""
+        unflushed = self._log_end_offset - self._recovery_point
+        return unflushed > 0 and (unflushed >= self._config.flush_messages
+                                  or now_ms - self._last_flush_ms >= self._config.flush_ms)
 
     def flush_if_needed(self, now_ms: int) -> bool:
         """Flush what `needs_flush` says is due: up to the log end for flush.messages/flush.ms,
@@ -808,10 +803,8 @@ class Log:
         with self._lock:
             if not self.needs_flush(now_ms):
                 return False
-            unflushed = self._log_end_offset - self._recovery_point
-            policy = unflushed > 0 and (unflushed >= self._config.flush_messages
-                                        or now_ms - self._last_flush_ms >= self._config.flush_ms)
-            target = self._log_end_offset if policy else self._segments[-1].base_offset
+            target = (self._log_end_offset if self._flush_policy_due(now_ms)
+                      else self._segments[-1].base_offset)
         self.flush(target)
         return True
 

@@ -31,15 +31,17 @@ class ConfigDef:
     check: Callable[[object], str | None] | None = None
 
 
-def _at_least(minimum: int | float) -> Callable[[object], str | None]:
+# Value checks for ConfigDef.check; server/config_defs.py uses them for broker keys too.
+
+def at_least(minimum: int | float) -> Callable[[object], str | None]:
     return lambda v: None if v >= minimum else f"must be at least {minimum}"
 
 
-def _between(lo: float, hi: float) -> Callable[[object], str | None]:
+def between(lo: float, hi: float) -> Callable[[object], str | None]:
     return lambda v: None if lo <= v <= hi else f"must be between {lo} and {hi}"
 
 
-def _one_of(*choices: str) -> Callable[[object], str | None]:
+def one_of(*choices: str) -> Callable[[object], str | None]:
     def check(v: object) -> str | None:
         values = v if isinstance(v, list) else [v]
         bad = [x for x in values if x not in choices]
@@ -50,68 +52,68 @@ def _one_of(*choices: str) -> Callable[[object], str | None]:
 TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
     ConfigDef("cleanup.policy", "list", ["delete"], "log.cleanup.policy",
               "delete old segments, compact to the latest value per key, or both",
-              _one_of("delete", "compact")),
+              one_of("delete", "compact")),
     ConfigDef("compression.type", "string", "producer", "compression.type",
               "codec for stored batches; 'producer' keeps what the producer sent",
-              _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
+              one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
     ConfigDef("compression.gzip.level", "int", -1, "compression.gzip.level", "gzip level",
-              _between(-1, 9)),
+              between(-1, 9)),
     ConfigDef("compression.lz4.level", "int", 9, "compression.lz4.level", "lz4 level",
-              _between(1, 17)),
+              between(1, 17)),
     ConfigDef("compression.zstd.level", "int", 3, "compression.zstd.level", "zstd level",
-              _between(-131072, 22)),
+              between(-131072, 22)),
     ConfigDef("delete.retention.ms", "long", 86_400_000, "log.cleaner.delete.retention.ms",
-              "how long tombstones are kept on compacted topics", _at_least(0)),
+              "how long tombstones are kept on compacted topics", at_least(0)),
     ConfigDef("file.delete.delay.ms", "long", 60_000, "log.segment.delete.delay.ms",
-              "delay before a .deleted segment file is removed", _at_least(0)),
+              "delay before a .deleted segment file is removed", at_least(0)),
     ConfigDef("flush.messages", "long", LONG_MAX, "log.flush.interval.messages",
-              "fsync after this many messages", _at_least(1)),
+              "fsync after this many messages", at_least(1)),
     ConfigDef("flush.ms", "long", LONG_MAX, "log.flush.interval.ms",
-              "fsync after this many milliseconds", _at_least(0)),
+              "fsync after this many milliseconds", at_least(0)),
     ConfigDef("follower.replication.throttled.replicas", "list", [],
               "follower.replication.throttled.replicas", "replicas throttled on the follower side"),
     ConfigDef("index.interval.bytes", "int", 4096, "log.index.interval.bytes",
-              "bytes appended between offset index entries", _at_least(0)),
+              "bytes appended between offset index entries", at_least(0)),
     ConfigDef("leader.replication.throttled.replicas", "list", [],
               "leader.replication.throttled.replicas", "replicas throttled on the leader side"),
     ConfigDef("max.compaction.lag.ms", "long", LONG_MAX, "log.cleaner.max.compaction.lag.ms",
-              "longest a record stays uncompacted", _at_least(1)),
+              "longest a record stays uncompacted", at_least(1)),
     ConfigDef("max.message.bytes", "int", 1_048_588, "message.max.bytes",
-              "largest record batch accepted", _at_least(0)),
+              "largest record batch accepted", at_least(0)),
     ConfigDef("message.downconversion.enable", "boolean", True,
               "log.message.downconversion.enable", "down-convert for old consumers"),
     ConfigDef("message.timestamp.after.max.ms", "long", LONG_MAX,
               "log.message.timestamp.after.max.ms",
-              "how far a record's timestamp may lie in the future", _at_least(0)),
+              "how far a record's timestamp may lie in the future", at_least(0)),
     ConfigDef("message.timestamp.before.max.ms", "long", LONG_MAX,
               "log.message.timestamp.before.max.ms",
-              "how far a record's timestamp may lie in the past", _at_least(0)),
+              "how far a record's timestamp may lie in the past", at_least(0)),
     ConfigDef("message.timestamp.difference.max.ms", "long", LONG_MAX,
               "log.message.timestamp.difference.max.ms",
-              "deprecated: both before and after bounds at once", _at_least(0)),
+              "deprecated: both before and after bounds at once", at_least(0)),
     ConfigDef("message.timestamp.type", "string", "CreateTime", "log.message.timestamp.type",
               "CreateTime keeps the producer's timestamp, LogAppendTime uses the broker's",
-              _one_of("CreateTime", "LogAppendTime")),
+              one_of("CreateTime", "LogAppendTime")),
     ConfigDef("min.cleanable.dirty.ratio", "double", 0.5, "log.cleaner.min.cleanable.ratio",
-              "dirty fraction that makes a log eligible for cleaning", _between(0.0, 1.0)),
+              "dirty fraction that makes a log eligible for cleaning", between(0.0, 1.0)),
     ConfigDef("min.compaction.lag.ms", "long", 0, "log.cleaner.min.compaction.lag.ms",
-              "shortest time a record stays uncompacted", _at_least(0)),
+              "shortest time a record stays uncompacted", at_least(0)),
     ConfigDef("min.insync.replicas", "int", 1, "min.insync.replicas",
-              "replicas that must acknowledge an acks=all write", _at_least(1)),
+              "replicas that must acknowledge an acks=all write", at_least(1)),
     ConfigDef("preallocate", "boolean", False, "log.preallocate",
               "preallocate segment files"),
     ConfigDef("retention.bytes", "long", -1, "log.retention.bytes",
               "largest size of a partition before old segments are deleted (-1: no limit)"),
     ConfigDef("retention.ms", "long", 604_800_000, "log.retention.ms",
-              "age after which segments are deleted (-1: no limit)", _at_least(-1)),
+              "age after which segments are deleted (-1: no limit)", at_least(-1)),
     ConfigDef("segment.bytes", "int", 1_073_741_824, "log.segment.bytes",
-              "largest size of a segment file", _at_least(14)),
+              "largest size of a segment file", at_least(14)),
     ConfigDef("segment.index.bytes", "int", 10_485_760, "log.index.size.max.bytes",
-              "size each index file is preallocated to", _at_least(8)),
+              "size each index file is preallocated to", at_least(8)),
     ConfigDef("segment.jitter.ms", "long", 0, "log.roll.jitter.ms",
-              "random jitter subtracted from segment.ms", _at_least(0)),
+              "random jitter subtracted from segment.ms", at_least(0)),
     ConfigDef("segment.ms", "long", 604_800_000, "log.roll.ms",
-              "age after which a new segment is rolled", _at_least(1)),
+              "age after which a new segment is rolled", at_least(1)),
     ConfigDef("unclean.leader.election.enable", "boolean", False,
               "unclean.leader.election.enable", "allow an out-of-sync replica to become leader"),
 )}

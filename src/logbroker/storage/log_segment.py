@@ -325,10 +325,9 @@ class LogSegment:
         segment was created when there is none); either index is full; or the batch's last offset
         does not fit the indexes."""
         size = self.size
-        reached_roll_ms = (self._time_waited_for_roll(now_ms, incoming_max_timestamp)
-                           > segment_ms - self.rolling_jitter_ms)
         return (size > segment_bytes - incoming_size
-                or (size > 0 and reached_roll_ms)
+                or (size > 0 and self._time_waited_for_roll(now_ms, incoming_max_timestamp)
+                    > segment_ms - self.rolling_jitter_ms)
                 or self.offset_index.is_full
                 or self.time_index.is_full
                 or not self.can_convert_to_relative_offset(incoming_max_offset))

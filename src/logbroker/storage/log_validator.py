@@ -37,18 +37,17 @@ from logbroker.errors import (
 )
 from logbroker.records.batch import (
     BATCH_LENGTH,
-    HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC,
     MAGIC_OFFSET,
+    MIN_BATCH_LENGTH,
     NO_TIMESTAMP,
     BatchHeader,
     compute_crc,
     read_header,
 )
+from logbroker.records.record_batch import RecordBatch
 from logbroker.storage.log_config import LONG_MAX, LogConfig
-
-MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
 
 
 def timestamp_before_max_ms(config: LogConfig) -> int:
@@ -181,8 +180,6 @@ def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int, is_fr
 
 
 def _check_keys(view: memoryview, header: BatchHeader) -> None:
-    from logbroker.records.record_batch import RecordBatch  # decoding only for compacted topics
-
     for record in RecordBatch(view, 0).records():
         if record.key is None:
             raise InvalidRecordError(

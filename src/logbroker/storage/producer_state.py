@@ -56,7 +56,7 @@ from logbroker.errors import (
     OutOfOrderSequenceNumberError,
 )
 from logbroker.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchHeader
-from logbroker.storage.checkpoints import fsync_dir, write_file_atomically
+from logbroker.storage.checkpoints import fsync_file, write_file_atomically
 
 log = logging.getLogger(__name__)
 
@@ -254,15 +254,7 @@ def flush_snapshot(path: Path) -> None:
 
     Safe to run off the event loop (it touches no manager state) and on a file already deleted.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    fsync_dir(path.parent)
+    fsync_file(path)
 
 
 # --- the manager ---------------------------------------------------------------------------
@@ -377,8 +369,8 @@ class ProducerStateManager:
         """Record a batch just written at `base_offset` after `check` passed it.
 
         Call it for every batch written (one without a producer id only moves `map_end_offset`),
-        never for a duplicate. `header` is the header as written: with LogAppendTime, its
-        maxTimestamp is the broker's.
+        never for a duplicate. `header` is the header as written (with LogAppendTime, its
+        maxTimestamp is the broker's), except its baseOffset: `base_offset` is the one assigned.
         """
         self._apply(header, base_offset)
 

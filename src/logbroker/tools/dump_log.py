@@ -29,12 +29,13 @@ import os
 import struct
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 from logbroker.errors import CorruptRecordError, KafkaError
+from logbroker.records.batch import NO_TIMESTAMP
 from logbroker.records.control import ABORT, COMMIT, EndTransactionMarker, control_record_type, control_type_name
 from logbroker.records.record import Record
 from logbroker.records.record_batch import RecordBatch, iter_batches
@@ -45,7 +46,6 @@ from logbroker.storage.time_index import TimeIndex
 
 INT32_MAX = (1 << 31) - 1
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # Kafka's --max-message-size default
-NO_TIMESTAMP = -1
 
 # .txnindex entry (Kafka's AbortedTxn): version int16, producerId int64, firstOffset int64,
 # lastOffset int64, lastStableOffset int64.
@@ -295,7 +295,7 @@ def dump_offset_index(path: Path, options: DumpOptions, findings: Findings) -> I
         log_path = _beside(path, ".log")
         if not log_path.exists():
             yield _err(f"No log file {log_path.name} beside {path.name}: entries not checked")
-        with (_mapped(log_path) if log_path.exists() else _nothing()) as log:
+        with (_mapped(log_path) if log_path.exists() else nullcontext()) as log:
             for i, entry in enumerate(entries):
                 # A preallocated index after a crash ends in zero entries: stop at the first one.
                 if i > 0 and entry.offset == base_offset:
@@ -308,11 +308,6 @@ def dump_offset_index(path: Path, options: DumpOptions, findings: Findings) -> I
                     yield _out(f"offset: {entry.offset} position: {entry.position}")
     finally:
         index.close_handler()
-
-
-@contextmanager
-def _nothing():
-    yield None
 
 
 def _batch_holding(buf, position: int, offset: int) -> RecordBatch | None:
@@ -349,7 +344,7 @@ def dump_time_index(path: Path, options: DumpOptions, findings: Findings) -> Ite
             yield _err(f"No log file {log_path.name} beside {path.name}: entries not checked")
         name = str(path.absolute())
         previous_timestamp = NO_TIMESTAMP
-        with (_mapped(log_path) if log_path.exists() else _nothing()) as log:
+        with (_mapped(log_path) if log_path.exists() else nullcontext()) as log:
             for i, entry in enumerate(time_index.all_entries()):
                 if i > 0 and entry.offset == base_offset:
                     break

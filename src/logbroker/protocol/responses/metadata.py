@@ -23,11 +23,12 @@ from uuid import UUID
 
 from logbroker.protocol import wire
 from logbroker.protocol.responses.common import check_version, frame
+from logbroker.records.varint import INT32_MIN
 
 _I32 = wire.I32
 _PARTITION_V0 = struct.Struct(">hii")
 _PARTITION_V7 = struct.Struct(">hiii")
-AUTHORIZED_OPERATIONS_OMITTED = wire.INT32_MIN
+AUTHORIZED_OPERATIONS_OMITTED = INT32_MIN
 
 
 class MetadataBroker(NamedTuple):

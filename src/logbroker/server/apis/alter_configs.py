@@ -14,8 +14,11 @@ a message saying to edit server.properties; other resource types are INVALID_REQ
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from logbroker.errors import InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from logbroker.metadata.model import TopicInfo
 from logbroker.server.apis.describe_configs import BROKER, TOPIC
 from logbroker.storage.log_config import LogConfig
 
@@ -26,22 +29,35 @@ log = logging.getLogger("kafka.server.ZkAdminManager")
 
 def handle(broker, request) -> dict:
     body = request.body
+
+    def alter_topic(resource) -> None:
+        null_values = [c.name for c in resource.configs if c.value is None]
+        if null_values:
+            raise InvalidRequestError(f"Null value not supported for : {','.join(null_values)}")
+        replace_topic_configs(broker, resource.resource_name,
+                              {c.name: c.value for c in resource.configs},
+                              validate_only=body.validate_only)
+
+    return alter_resources(broker, body.resources, api_name="AlterConfigs", alter_topic=alter_topic)
+
+
+def alter_resources(broker, resources, *, api_name: str, alter_topic: Callable[[Any], None],
+                    check: Callable[[Any], None] | None = None) -> dict:
+    """The response of AlterConfigs and IncrementalAlterConfigs: each resource through `check`,
+    then `alter_topic` for a topic, refused for a broker or any other type; errors per resource."""
     responses = []
-    for resource in body.resources:
+    for resource in resources:
         result = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
                   "error_code": 0, "error_message": None}
         try:
+            if check is not None:
+                check(resource)
             if resource.resource_type == TOPIC:
-                null_values = [c.name for c in resource.configs if c.value is None]
-                if null_values:
-                    raise InvalidRequestError(f"Null value not supported for : {','.join(null_values)}")
-                replace_topic_configs(broker, resource.resource_name,
-                                      {c.name: c.value for c in resource.configs},
-                                      validate_only=body.validate_only)
+                alter_topic(resource)
             elif resource.resource_type == BROKER:
                 refuse_broker_change(broker, resource.resource_name, [c.name for c in resource.configs])
             else:
-                raise InvalidRequestError("AlterConfigs is only supported for topics and brokers, "
+                raise InvalidRequestError(f"{api_name} is only supported for topics and brokers, "
                                           f"but resource type is {resource.resource_type}")
         except KafkaError as exc:
             result.update(error_code=exc.code, error_message=str(exc) or None)
@@ -49,12 +65,26 @@ def handle(broker, request) -> dict:
     return {"responses": responses}
 
 
-def replace_topic_configs(broker, name: str, configs: dict[str, str], *, validate_only: bool) -> None:
-    """Make `configs` the topic's whole set of overrides, after validating them together."""
+def existing_topic(broker, name: str) -> TopicInfo:
+    """The topic a config resource names: INVALID_REQUEST for the default (empty) name,
+    UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist."""
     if not name:
         raise InvalidRequestError("Default topic resources are not allowed.")
-    if broker.store.topic(name) is None:
+    info = broker.store.topic(name)
+    if info is None:
         raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+    return info
+
+
+def replace_topic_configs(broker, name: str, configs: dict[str, str], *, validate_only: bool) -> None:
+    """Make `configs` the topic's whole set of overrides, after validating them together."""
+    existing_topic(broker, name)
+    store_topic_configs(broker, name, configs, validate_only=validate_only)
+
+
+def store_topic_configs(broker, name: str, configs: dict[str, str], *, validate_only: bool) -> None:
+    """Validate `configs` together as an existing topic's whole set of overrides, then (unless
+    `validate_only`) store them."""
     LogConfig.defaults().with_overrides(configs)  # InvalidConfigError naming the key
     if validate_only:
         return

@@ -18,14 +18,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from logbroker.errors import (
-    InvalidConfigError,
-    InvalidRequestError,
-    KafkaError,
-    UnknownTopicOrPartitionError,
-)
-from logbroker.server.apis.alter_configs import refuse_broker_change, replace_topic_configs
-from logbroker.server.apis.describe_configs import BROKER, TOPIC
+from logbroker.errors import InvalidConfigError, InvalidRequestError
+from logbroker.server.apis.alter_configs import alter_resources, existing_topic, store_topic_configs
 from logbroker.storage.log_config import TOPIC_CONFIGS
 
 API_KEY = 44
@@ -36,36 +30,22 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 def handle(broker, request) -> dict:
     body = request.body
     resource_counts = Counter((r.resource_type, r.resource_name) for r in body.resources)
-    responses = []
-    for resource in body.resources:
-        result = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
-                  "error_code": 0, "error_message": None}
-        try:
-            if resource_counts[(resource.resource_type, resource.resource_name)] > 1:
-                raise InvalidRequestError("Each resource must appear at most once.")
-            duplicates = sorted(k for k, n in Counter(c.name for c in resource.configs).items() if n > 1)
-            if duplicates:
-                raise InvalidRequestError(f"Error due to duplicate config keys: {', '.join(duplicates)}")
-            if resource.resource_type == TOPIC:
-                alter_topic(broker, resource.resource_name, resource.configs,
-                            validate_only=body.validate_only)
-            elif resource.resource_type == BROKER:
-                refuse_broker_change(broker, resource.resource_name, [c.name for c in resource.configs])
-            else:
-                raise InvalidRequestError("IncrementalAlterConfigs is only supported for topics and "
-                                          f"brokers, but resource type is {resource.resource_type}")
-        except KafkaError as exc:
-            result.update(error_code=exc.code, error_message=str(exc) or None)
-        responses.append(result)
-    return {"responses": responses}
+
+    def check(resource) -> None:
+        if resource_counts[(resource.resource_type, resource.resource_name)] > 1:
+            raise InvalidRequestError("Each resource must appear at most once.")
+        duplicates = sorted(k for k, n in Counter(c.name for c in resource.configs).items() if n > 1)
+        if duplicates:
+            raise InvalidRequestError(f"Error due to duplicate config keys: {', '.join(duplicates)}")
+
+    return alter_resources(
+        broker, body.resources, api_name="IncrementalAlterConfigs", check=check,
+        alter_topic=lambda resource: alter_topic(broker, resource.resource_name, resource.configs,
+                                                 validate_only=body.validate_only))
 
 
 def alter_topic(broker, name: str, operations, *, validate_only: bool) -> None:
-    if not name:
-        raise InvalidRequestError("Default topic resources are not allowed.")
-    info = broker.store.topic(name)
-    if info is None:
-        raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+    info = existing_topic(broker, name)
     overrides = dict(info.configs)
     current = None  # the effective values, computed on first APPEND / SUBTRACT
     for op in operations:
@@ -94,7 +74,7 @@ def alter_topic(broker, name: str, operations, *, validate_only: bool) -> None:
             overrides[key] = ",".join(new)
         else:
             raise InvalidRequestError(f"Unknown config operation {op.config_operation} for config key: {key}")
-    replace_topic_configs(broker, name, overrides, validate_only=validate_only)
+    store_topic_configs(broker, name, overrides, validate_only=validate_only)
 
 
 def _split(text: str) -> list[str]:

@@ -23,10 +23,9 @@ from __future__ import annotations
 import logging
 
 from logbroker.errors import InvalidRequestError, TransactionalIdAuthorizationFailedError
+from logbroker.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 API_KEY = 22
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 
 log = logging.getLogger("kafka.coordinator.transaction.TransactionCoordinator")
 

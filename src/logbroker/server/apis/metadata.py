@@ -24,12 +24,12 @@ from logbroker.protocol.responses.metadata import (
     MetadataTopic,
     encode_metadata_response,
 )
+from logbroker.server.apis.describe_cluster import ALL_CLUSTER_OPERATIONS
 from logbroker.types import TopicPartition
 
 API_KEY = 3
 # Without an authorizer every operation is allowed; Kafka then reports all of them when asked.
 ALL_TOPIC_OPERATIONS = 3576  # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS
-ALL_CLUSTER_OPERATIONS = 8096  # CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE
 
 
 def handle(broker, request):

@@ -13,11 +13,10 @@ NOT_LEADER_OR_FOLLOWER, so the client refreshes its metadata.
 from __future__ import annotations
 
 from logbroker.errors import KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
+from logbroker.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from logbroker.types import TopicPartition
 
 API_KEY = 23
-UNDEFINED_EPOCH = -1
-UNDEFINED_EPOCH_OFFSET = -1
 
 
 def handle(broker, request) -> dict:

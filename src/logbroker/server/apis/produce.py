@@ -1,8 +1,8 @@
 """Produce (api key 0), v3+: one batch per partition, appended through the ReplicaManager.
 
 acks=0 gets no response at all; if any partition failed, the connection is closed instead, as
-Kafka does, so the producer notices. The record bytes are copied once, into a bytearray the log
-patches in place (base offset, leader epoch) and writes as they came.
+Kafka does, so the producer notices. The record bytes kio parsed out of the frame are copied once
+more, into a bytearray the log patches in place (base offset, leader epoch) and writes as they came.
 """
 
 from __future__ import annotations
