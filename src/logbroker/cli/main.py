@@ -16,6 +16,7 @@ COMMANDS = {
     "consume": ("logbroker.cli.console", "consume"),
     "perf": ("logbroker.cli.perf", "perf"),
     "status": ("logbroker.cli.status", "status"),
+    "groups": ("logbroker.cli.groups", "groups"),
 }
 
 
