@@ -1,4 +1,5 @@
-"""Fixtures shared by the whole suite: real brokers in subprocesses."""
+"""Fixtures shared by the whole suite: real brokers in subprocesses, from the plugin users get
+(`logbroker.testing`, registered as the pytest11 entry point `logbroker`)."""
 
 from __future__ import annotations
 
@@ -6,29 +7,23 @@ import uuid
 
 import pytest
 
-from logbroker.testing import BrokerProcess
-
 
 @pytest.fixture
-def broker_process(tmp_path):
+def broker_process(logbroker_process):
     """A fresh broker; the test may stop, kill and restart it."""
-    process = BrokerProcess(tmp_path / "broker")
-    yield process.start()
-    process.kill()
+    return logbroker_process
 
 
 @pytest.fixture
-def broker(broker_process) -> str:
+def broker(logbroker) -> str:
     """The bootstrap address of a fresh broker."""
-    return broker_process.bootstrap
+    return logbroker
 
 
 @pytest.fixture(scope="session")
-def shared_broker(tmp_path_factory):
+def shared_broker(logbroker_session):
     """One broker for tests that only need topics of their own (see `topic`)."""
-    process = BrokerProcess(tmp_path_factory.mktemp("shared-broker"))
-    yield process.start()
-    process.kill()
+    return logbroker_session
 
 
 @pytest.fixture

@@ -25,13 +25,15 @@ STARTED = re.compile(r"started in \d+ ms: listening on \w+://([^:,\s]+):(\d+)")
 
 class BrokerProcess:
     def __init__(self, base_dir: Path, *, overrides: dict[str, str] | None = None,
-                 config_file: Path | None = None, start_timeout_s: float = 30.0) -> None:
+                 config_file: Path | None = None, args: tuple[str, ...] = (),
+                 start_timeout_s: float = 30.0) -> None:
         self.base_dir = Path(base_dir)
         self.data_dir = self.base_dir / "data"
         self.log_path = self.base_dir / "broker.log"
         self.overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(self.data_dir),
                           **(overrides or {})}
         self.config_file = config_file
+        self.args = tuple(args)
         self.start_timeout_s = start_timeout_s
         self.process: subprocess.Popen | None = None
         self.host = "127.0.0.1"
@@ -48,7 +50,7 @@ class BrokerProcess:
             args += ["--config", str(self.config_file)]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
-        return args
+        return args + list(self.args)
 
     def start(self) -> BrokerProcess:
         self.base_dir.mkdir(parents=True, exist_ok=True)
@@ -102,3 +104,39 @@ class BrokerProcess:
     def __exit__(self, *exc_info) -> None:
         if self.process is not None and self.process.poll() is None:
             self.stop()
+
+
+# -- the pytest plugin (entry point `pytest11: logbroker`) --------------------------------------
+# Installed with logbroker, so any project's tests can ask for a real broker by fixture name:
+#
+#     def test_roundtrip(logbroker):
+#         producer = confluent_kafka.Producer({"bootstrap.servers": logbroker})
+
+try:
+    import pytest
+except ImportError:  # pytest is not a dependency of the broker itself
+    pytest = None
+
+# What Testcontainers' Kafka module sets too: a group's first join is not held back 3 s.
+TEST_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
+
+if pytest is not None:
+
+    @pytest.fixture
+    def logbroker_process(tmp_path_factory):
+        """A fresh broker in its own data directory; the test may stop, kill and restart it."""
+        process = BrokerProcess(tmp_path_factory.mktemp("logbroker"), overrides=TEST_OVERRIDES)
+        yield process.start()
+        process.kill()
+
+    @pytest.fixture
+    def logbroker(logbroker_process) -> str:
+        """The bootstrap address (`host:port`) of a fresh broker."""
+        return logbroker_process.bootstrap
+
+    @pytest.fixture(scope="session")
+    def logbroker_session(tmp_path_factory):
+        """One broker shared by a whole test session (give each test its own topics)."""
+        process = BrokerProcess(tmp_path_factory.mktemp("logbroker-session"), overrides=TEST_OVERRIDES)
+        yield process.start()
+        process.kill()

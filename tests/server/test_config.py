@@ -30,7 +30,7 @@ def config(**props: object) -> KafkaConfig:
 # ---- Kafka's stock server.properties ------------------------------------------------------
 
 def test_stock_server_properties_loads_with_one_warning_per_unused_key(caplog):
-    caplog.set_level(logging.WARNING, logger="logbroker.server.config")
+    caplog.set_level(logging.WARNING, logger="kafka.server.KafkaConfig")
     cfg = KafkaConfig.from_file(STOCK)
     expected = ["Kafka config num.network.threads is not used by logbroker; ignoring it",
                 "Kafka config num.io.threads is not used by logbroker; ignoring it"]

@@ -23,12 +23,32 @@ def parse_overrides(values: tuple[str, ...]) -> dict[str, str]:
     return overrides
 
 
-def configure_logging(level: str = "INFO") -> None:
-    """Kafka's log4j layout: `[date time,ms] LEVEL message (logger)`, one line per event."""
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), stream=sys.stderr,
+LEVELS = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
+          "WARNING": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL, "OFF": logging.CRITICAL + 10}
+
+
+def configure_logging(levels: tuple[str, ...] = ()) -> None:
+    """Kafka's log4j layout: `[date time,ms] LEVEL message (logger)`, one line per event.
+
+    `levels` are `LEVEL` for the root logger or `LOGGER=LEVEL` for one component, with log4j's
+    logger names where Kafka has them (kafka.request.logger, kafka.log.LogManager, …)."""
+    root, per_logger = logging.INFO, {}
+    for item in levels:
+        name, sep, level = item.rpartition("=")
+        value = LEVELS.get(level.strip().upper())
+        if value is None:
+            raise click.BadParameter(f"unknown level {level!r} in {item!r}; use one of "
+                                     f"{', '.join(LEVELS)}", param_hint="--log-level")
+        if sep:
+            per_logger[name.strip()] = value
+        else:
+            root = value
+    logging.basicConfig(level=root, stream=sys.stderr,
                         format="[%(asctime)s,%(msecs)03d] %(levelname)s %(message)s (%(name)s)",
                         datefmt="%Y-%m-%d %H:%M:%S")
     logging.addLevelName(logging.WARNING, "WARN")
+    for name, value in per_logger.items():
+        logging.getLogger(name).setLevel(value)
 
 
 @click.command()
@@ -36,11 +56,13 @@ def configure_logging(level: str = "INFO") -> None:
               help="A Kafka server.properties file.")
 @click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Set a broker config key, as kafka-server-start.sh --override does. Repeatable.")
-@click.option("--log-level", default="INFO", show_default=True, help="Root log level.")
-def serve(config_file: Path | None, overrides: tuple[str, ...], log_level: str) -> None:
+@click.option("--log-level", "log_levels", multiple=True, metavar="[LOGGER=]LEVEL",
+              help="INFO (the default), DEBUG, WARN, …; or LOGGER=LEVEL for one component, e.g. "
+                   "kafka.request.logger=DEBUG. Repeatable.")
+def serve(config_file: Path | None, overrides: tuple[str, ...], log_levels: tuple[str, ...]) -> None:
     """Start a broker. With no arguments: 127.0.0.1:9092, data in ./logbroker-data."""
     started = time.monotonic()
-    configure_logging(log_level)
+    configure_logging(log_levels)
     from logbroker.server.config import ConfigError, KafkaConfig
 
     props = parse_overrides(overrides)

@@ -49,7 +49,7 @@ from logbroker.server.config_defs import (
 )
 from logbroker.storage.log_config import TOPIC_CONFIGS, LogConfig, format_value
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.server.KafkaConfig")
 
 
 class ConfigSource(enum.IntEnum):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from logbroker.storage.checkpoints import CheckpointFile, fsync_file
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.server.epoch.LeaderEpochFileCache")
 
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 UNDEFINED_EPOCH = -1

@@ -68,7 +68,7 @@ from logbroker.storage.retention import (
 from logbroker.storage.values import FetchDataInfo, LogAppendInfo, TimestampAndOffset
 from logbroker.types import TopicPartition
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.log.UnifiedLog")
 
 # ListOffsets special timestamps.
 EARLIEST_TIMESTAMP = -2

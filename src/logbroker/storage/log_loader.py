@@ -59,7 +59,7 @@ from logbroker.storage.log_segment import (
     time_index_file,
 )
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.log.LogLoader")
 
 INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
 _TMP_CHECKPOINTS = ("leader-epoch-checkpoint.tmp", "partition.metadata.tmp")

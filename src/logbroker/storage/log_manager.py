@@ -51,7 +51,7 @@ from logbroker.storage.log import Log
 from logbroker.storage.log_config import LogConfig
 from logbroker.types import TopicPartition
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.log.LogManager")
 
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"

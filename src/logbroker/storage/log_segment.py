@@ -16,7 +16,7 @@ from logbroker.storage.offset_index import OffsetIndex
 from logbroker.storage.time_index import TimeIndex
 from logbroker.storage.values import FetchDataInfo, TimestampAndOffset, TimestampOffset
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.log.LogSegment")
 
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"

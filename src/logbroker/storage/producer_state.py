@@ -58,7 +58,7 @@ from logbroker.errors import (
 from logbroker.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchHeader
 from logbroker.storage.checkpoints import fsync_file, write_file_atomically
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.log.ProducerStateManager")
 
 NUM_BATCHES_TO_RETAIN = 5
 INT32_MAX = 0x7FFFFFFF
