@@ -181,6 +181,7 @@ class Broker:
         self._every(c.log_flush_start_offset_checkpoint_interval_ms, lm.checkpoint_log_start_offsets, "log-start-offset checkpoint")
         self._every(c.replica_high_watermark_checkpoint_interval_ms, lm.checkpoint_high_watermarks, "high-watermark checkpoint")
         self._every(min(c.connections_max_idle_ms, 30_000), self.server.close_idle_connections, "idle connections", in_thread=False)
+        if c.log_cleaner_enable: self._every(c.log_cleaner_backoff_ms, lambda: lm.clean_logs(self.clock.time_ms(), dedupe_buffer_size=c.log_cleaner_dedupe_buffer_size), "log cleaner")
 
     def _every(self, interval_ms: int, work, name: str, *, in_thread: bool = True) -> None:
         async def loop() -> None:

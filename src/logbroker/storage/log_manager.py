@@ -47,6 +47,7 @@ from logbroker.storage.checkpoints import (
     uuid_to_kafka_str,
     write_clean_shutdown_file,
 )
+from logbroker.storage.cleaner_manager import LogCleaner
 from logbroker.storage.log import Log
 from logbroker.storage.log_config import LogConfig
 from logbroker.types import TopicPartition
@@ -92,6 +93,7 @@ class LogManager:
         self._dir_locks: dict[Path, int] = {}
         self._had_clean_shutdown: dict[Path, bool] = {}
         self._started = False
+        self._cleaner = None  # cleaner_manager.LogCleaner, made by the first clean_logs
 
     # --- properties ------------------------------------------------------------------------
 
@@ -448,6 +450,15 @@ class LogManager:
                 log.exception("Error applying retention to %s", lg.topic_partition)
         self.delete_pending_logs(now_ms)
         return total
+
+    def clean_logs(self, now_ms: int | None = None, *,
+                   dedupe_buffer_size: int = 134_217_728) -> int:
+        """One round of log compaction over the compacted logs (cleaner_manager.py); returns
+        how many logs were cleaned. Reads and rewrites segments: run it in a worker thread."""
+        now_ms = self._clock.time_ms() if now_ms is None else now_ms
+        if self._cleaner is None:
+            self._cleaner = LogCleaner(dedupe_buffer_size=dedupe_buffer_size)
+        return len(self._cleaner.clean_logs(self.all_logs(), now_ms))
 
     # --- shutdown --------------------------------------------------------------------------
 
