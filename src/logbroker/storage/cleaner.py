@@ -9,7 +9,7 @@ chosen by `cleaner_manager.py`:
 2. Group the segments from the log start up to the end offset so each group's cleaned result
    fits segment.bytes and the indexes (Kafka's groupSegmentsBySize).
 3. For each group, write the retained batches into `<base>.log.cleaned` (+ `.index.cleaned`,
-   `.timeindex.cleaned`), flush it, then swap it into the log (`replace_segments`).
+   `.timeindex.cleaned`), flush it, then swap it into the log (`Log.replace_segments`).
 
 What is retained (Kafka's MemoryRecords.filterTo with the cleaner's filter):
 - a record past the map's latest offset (not deduplicated this round);
@@ -48,7 +48,6 @@ GIL now and then (`time.sleep(0)`), so the event loop's produce and fetch are no
 
 from __future__ import annotations
 
-import bisect
 import logging
 import struct
 import time
@@ -70,15 +69,9 @@ from logbroker.records.builder import build_batch
 from logbroker.records.compression import compress, decompress
 from logbroker.records.record import decode_records
 from logbroker.records.varint import decode_varint, decode_varlong
-from logbroker.storage.checkpoints import fsync_dir
-from logbroker.storage.log_segment import (
-    CLEANED_FILE_SUFFIX,
-    DELETED_FILE_SUFFIX,
-    SWAP_FILE_SUFFIX,
-    LogSegment,
-)
+from logbroker.storage.log_segment import CLEANED_FILE_SUFFIX, LogSegment
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.log.LogCleaner")
 
 DEFAULT_DEDUPE_BUFFER_SIZE = 128 * 1024 * 1024
 DEFAULT_LOAD_FACTOR = 0.9
@@ -397,7 +390,7 @@ class Cleaner:
             cleaned.flush()
             cleaned.set_last_modified_ms(group[-1].last_modified_ms)
             self._step("cleaned")
-            swapped = replace_segments(log_, cleaned, group, on_step=self._step)
+            swapped = log_.replace_segments(cleaned, group, on_step=self._step)
         except Exception as e:
             # An error, not a crash (a crash is a BaseException and leaves the files as they
             # are): if the segment never made it into the log, its files just go.
@@ -547,57 +540,3 @@ def group_segments_by_size(segments: Sequence[LogSegment], *, max_size: int, max
     return groups
 
 
-def replace_segments(log_, cleaned: LogSegment, old_segments: list[LogSegment], *,
-                     on_step: Callable[[str], None] = lambda step: None) -> bool:
-    """Swap the `.cleaned` segment into the live log in place of `old_segments` (Kafka's
-    replaceSegments). Under the log's lock: check the old segments are all still the log's
-    (retention, truncation or deletion meanwhile: return False, nothing changed), rename the
-    cleaned files `.swap`, put the segment in the list, rename the old segments `.deleted` and
-    schedule their removal, rename the `.swap` files to their final names. Then fsync the
-    directory. The order is what LogLoader expects after a crash at any step.
-
-    This reaches into the Log's internals (its lock, segment list and pending deletes): it is
-    Log.replaceSegments in Kafka and belongs there.
-    """
-    from logbroker.storage.log import _PendingDelete  # the Log's own deferred-delete record
-
-    with log_._lock:
-        if log_.closed:
-            return False
-        segs, bases = log_._segments, log_._bases
-        for old in old_segments:
-            i = bisect.bisect_left(bases, old.base_offset)
-            if i >= len(segs) or segs[i] is not old or old is segs[-1]:
-                log.info("Aborting a cleaning of %s: segment %d changed meanwhile",
-                         log_.topic_partition, old.base_offset)
-                return False
-        try:
-            cleaned.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
-            on_step("swap")
-            i = bisect.bisect_left(bases, old_segments[0].base_offset)
-            j = bisect.bisect_left(bases, old_segments[-1].base_offset) + 1
-            segs[i:j] = [cleaned]
-            bases[i:j] = [cleaned.base_offset]
-            log_._max_offset_position = None
-            now_ms = log_._clock.time_ms()
-            due_ms = now_ms + log_.config.file_delete_delay_ms
-            for old in old_segments:
-                old.change_file_suffixes("", DELETED_FILE_SUFFIX)
-                snapshots = []
-                if old.base_offset != cleaned.base_offset:
-                    snapshot = log_._producer_state.remove_and_mark_snapshot_for_deletion(old.base_offset)
-                    if snapshot is not None:
-                        snapshots.append(snapshot)
-                log_._pending_deletes.append(_PendingDelete(due_ms, old, snapshots))
-            on_step("deleted")
-            cleaned.change_file_suffixes(SWAP_FILE_SUFFIX, "")
-            on_step("swapped")
-            if log_.config.file_delete_delay_ms <= 0:
-                log_._delete_due(now_ms)
-        except OSError as e:
-            raise KafkaStorageError(f"I/O error swapping cleaned segments into {log_.dir}: {e}") from e
-    try:
-        fsync_dir(log_.dir)
-    except OSError as e:
-        raise KafkaStorageError(f"I/O error syncing {log_.dir}: {e}") from e
-    return True

@@ -43,7 +43,7 @@ from logbroker.storage.cleaner import (
 )
 from logbroker.types import TopicPartition
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.log.LogCleanerManager")
 
 LONG_MAX = (1 << 63) - 1
 

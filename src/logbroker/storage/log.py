@@ -31,6 +31,7 @@ import os
 import shutil
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,7 +53,13 @@ from logbroker.storage.checkpoints import PARTITION_METADATA_FILE, PartitionMeta
 from logbroker.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache
 from logbroker.storage.log_config import LogConfig
 from logbroker.storage.log_loader import load_segments, open_segment, rebuild_producer_state
-from logbroker.storage.log_segment import DELETED_FILE_SUFFIX, LogSegment, log_file
+from logbroker.storage.log_segment import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
+    LogSegment,
+    log_file,
+)
 from logbroker.storage.log_validator import iter_replicated_batches, validate_batch
 from logbroker.storage.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -680,6 +687,57 @@ class Log:
             self._recovery_point = offset
         self._epoch_cache.truncate_from_start(offset)
         self._producer_state.on_log_start_offset_incremented(offset)
+
+    def replace_segments(self, cleaned: LogSegment, old_segments: list[LogSegment], *,
+                             on_step: Callable[[str], None] = lambda step: None) -> bool:
+        """Swap the `.cleaned` segment into the live log in place of `old_segments` (Kafka's
+        replaceSegments). Under the log's lock: check the old segments are all still the log's
+        (retention, truncation or deletion meanwhile: return False, nothing changed), rename the
+        cleaned files `.swap`, put the segment in the list, rename the old segments `.deleted` and
+        schedule their removal, rename the `.swap` files to their final names. Then fsync the
+        directory. The order is what LogLoader expects after a crash at any step.
+        Blocks on disk (renames, one directory fsync); called from the cleaner's thread.
+        """
+        with self._lock:
+            if self.closed:
+                return False
+            segs, bases = self._segments, self._bases
+            for old in old_segments:
+                i = bisect.bisect_left(bases, old.base_offset)
+                if i >= len(segs) or segs[i] is not old or old is segs[-1]:
+                    log.info("Aborting a cleaning of %s: segment %d changed meanwhile",
+                             self.topic_partition, old.base_offset)
+                    return False
+            try:
+                cleaned.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+                on_step("swap")
+                i = bisect.bisect_left(bases, old_segments[0].base_offset)
+                j = bisect.bisect_left(bases, old_segments[-1].base_offset) + 1
+                segs[i:j] = [cleaned]
+                bases[i:j] = [cleaned.base_offset]
+                self._max_offset_position = None
+                now_ms = self._clock.time_ms()
+                due_ms = now_ms + self.config.file_delete_delay_ms
+                for old in old_segments:
+                    old.change_file_suffixes("", DELETED_FILE_SUFFIX)
+                    snapshots = []
+                    if old.base_offset != cleaned.base_offset:
+                        snapshot = self._producer_state.remove_and_mark_snapshot_for_deletion(old.base_offset)
+                        if snapshot is not None:
+                            snapshots.append(snapshot)
+                    self._pending_deletes.append(_PendingDelete(due_ms, old, snapshots))
+                on_step("deleted")
+                cleaned.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+                on_step("swapped")
+                if self.config.file_delete_delay_ms <= 0:
+                    self._delete_due(now_ms)
+            except OSError as e:
+                raise KafkaStorageError(f"I/O error swapping cleaned segments into {self.dir}: {e}") from e
+        try:
+            fsync_dir(self.dir)
+        except OSError as e:
+            raise KafkaStorageError(f"I/O error syncing {self.dir}: {e}") from e
+        return True
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         """Retention (rules in retention.py): with cleanup.policy=delete, the segments over
