@@ -1,18 +1,22 @@
-# The two set-up commands of README.md: `make run` (the main job) and `make test`.
+# The two set-up commands of README.md: `make run` (the main job: the embedded broker and the
+# reference Spark pipeline) and `make test`. `make serve` starts just the broker.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run test bench
+.PHONY: install run serve test bench
 
 $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
 install: $(PY)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	@if command -v npm >/dev/null 2>&1; then npm install --prefix tests/js --no-audit --no-fund --loglevel=error >/dev/null; fi
 
 run: install
+	$(PY) -m logbroker.pipeline
+
+serve: install
 	$(VENV)/bin/logbroker serve
 
 test: install
@@ -21,3 +25,4 @@ test: install
 bench: install
 	$(PY) bench/bench_storage.py
 	$(PY) bench/bench_broker.py
+	$(PY) bench/bench_spark.py

@@ -1,0 +1,5 @@
+import sys
+
+from logbroker.pipeline.run import main
+
+sys.exit(main())
