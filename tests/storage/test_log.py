@@ -95,6 +95,32 @@ def test_append_patches_the_callers_buffer_in_place(tmp_path, clock):
     assert read_header(buf).partition_leader_epoch == 2
 
 
+def test_read_only_batch_is_written_patched_without_touching_the_callers_bytes(tmp_path, clock):
+    """The produce path hands over the bytes the request decoder made: the log writes a patched
+    16-byte head before the rest, and the stored batch equals the one patched in place."""
+    writable_log = open_log(tmp_path, clock, "writable-0")
+    readonly_log = open_log(tmp_path, clock, "readonly-0")
+    for epoch in (0, 3):
+        for batch in (make_batch(3), make_batch(1, value_size=5000)):
+            original = bytes(batch)
+            writable_log.append_as_leader(bytearray(original), leader_epoch=epoch)
+            readonly_log.append_as_leader(original, leader_epoch=epoch)
+    assert read_all(readonly_log) == read_all(writable_log)
+    stored = read_all(readonly_log)
+    assert [read_header(b).base_offset for b in stored] == [0, 3, 4, 7]
+    assert [read_header(b).partition_leader_epoch for b in stored] == [0, 0, 3, 3]
+    assert all(RecordBatch(b).is_valid() for b in stored)
+
+
+def test_read_only_batch_on_a_log_append_time_topic_is_stamped(tmp_path, clock):
+    log = open_log(tmp_path, clock, message_timestamp_type="LogAppendTime")
+    original = bytes(make_batch(2, ts=NOW - HOUR))
+    info = log.append_as_leader(original, leader_epoch=1)
+    [stored] = read_all(log)
+    assert RecordBatch(stored).is_valid() and RecordBatch(stored).header.is_log_append_time
+    assert info.log_append_time_ms == NOW
+
+
 def test_leader_epoch_cache_records_new_epochs(tmp_path, clock):
     log = open_log(tmp_path, clock)
     for epoch in (0, 0, 2, 2, 5):

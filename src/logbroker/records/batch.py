@@ -42,6 +42,7 @@ PARTITION_LEADER_EPOCH = struct.Struct(">i")  # at 12
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21  # first byte covered by the CRC
+PATCHED_HEADER_BYTES = 16  # baseOffset, batchLength, partitionLeaderEpoch: what the leader patches
 
 COMPRESSION_CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08

@@ -89,8 +89,8 @@ class Partition:
         if not self.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader of {self.tp}")
 
-    def append_records_to_leader(self, records: bytearray, *, required_acks: int) -> LogAppendInfo:
-        """Append one producer batch. `records` is patched in place (offsets, epoch)."""
+    def append_records_to_leader(self, records: bytes | bytearray, *, required_acks: int) -> LogAppendInfo:
+        """Append one producer batch (see Log.append_as_leader for how it is patched)."""
         self.require_leader()
         min_isr = self.log.config.min_insync_replicas
         if required_acks == -1 and len(self.isr) < min_isr:

@@ -115,13 +115,13 @@ class ReplicaManager:
 
     # -- produce ----------------------------------------------------------------------------
     async def append_records(self, *, timeout_ms: int, required_acks: int,
-                             entries: dict[TopicPartition, bytearray]) -> dict[TopicPartition, ProduceResult]:
+                             entries: dict[TopicPartition, bytes | bytearray]) -> dict[TopicPartition, ProduceResult]:
         """`append_records_now`, awaited: for callers that wait anyway (the group coordinator)."""
         results = self.append_records_now(timeout_ms=timeout_ms, required_acks=required_acks, entries=entries)
         return await results if inspect.isawaitable(results) else results
 
     def append_records_now(self, *, timeout_ms: int, required_acks: int,
-                           entries: dict[TopicPartition, bytearray]) -> dict[TopicPartition, ProduceResult] | Awaitable[dict[TopicPartition, ProduceResult]]:
+                           entries: dict[TopicPartition, bytes | bytearray]) -> dict[TopicPartition, ProduceResult] | Awaitable[dict[TopicPartition, ProduceResult]]:
         """Append now, in the caller's order; return the results, or an awaitable of them when the
         answer must wait (acks=-1 until the high watermark passes, or an fsync that flush.messages
         or flush.ms asks for). Appending before any await keeps requests on one connection taking

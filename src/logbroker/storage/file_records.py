@@ -94,11 +94,13 @@ class FileRecords:
 
     # --- writing ----------------------------------------------------------------------------
 
-    def append(self, buf) -> int:
+    def append(self, buf, *, head=None) -> int:
         """Write `buf` (bytes-like, whole batches) at the end; return the bytes written.
 
-        One pwrite into the page cache, looped only if the kernel writes short. The buffer is not
-        copied or inspected.
+        With `head`, the first len(head) bytes written are `head` instead of buf's own: the leader
+        patches a batch's baseOffset and leader epoch (the first 16 bytes) that way without copying
+        a read-only buffer. One pwrite/pwritev into the page cache, looped only if the kernel
+        writes short. The buffer is not copied or inspected.
         """
         view = memoryview(buf)
         total = view.nbytes
@@ -106,7 +108,12 @@ class FileRecords:
             raise ValueError(f"append of {total} bytes is too large for segment {self._path} "
                              f"with current file position at {self._size}")
         fd = self.fd
-        written = os.pwrite(fd, view, self._size)
+        if head is None:
+            written = os.pwrite(fd, view, self._size)
+        else:
+            written = os.pwritev(fd, [head, view[len(head):]], self._size)
+            if written < total:  # rare: finish from one contiguous copy
+                view = memoryview(bytes(head) + view[len(head):])
         while written < total:  # rare: a short write (signal, nearly full disk)
             n = os.pwrite(fd, view[written:], self._size + written)
             if n == 0:

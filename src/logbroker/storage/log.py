@@ -44,6 +44,7 @@ from logbroker.errors import (
 )
 from logbroker.records.batch import (
     NO_TIMESTAMP,
+    PATCHED_HEADER_BYTES,
     patch_base_offset,
     patch_partition_leader_epoch,
     read_header,
@@ -308,9 +309,11 @@ class Log:
     def append_as_leader(self, buf, *, leader_epoch: int, is_from_client: bool = True) -> LogAppendInfo:
         """Validate one produced batch, assign its offsets and append it.
 
-        `buf` (a bytearray or writable memoryview the caller owns) must be exactly one batch; its
-        baseOffset and partitionLeaderEpoch are patched in place (and, for a LogAppendTime topic,
-        its attributes, maxTimestamp and CRC), then its bytes are written as they are. A retry of
+        `buf` must be exactly one batch. Its baseOffset and partitionLeaderEpoch are patched — in
+        place when `buf` is writable, else in a 16-byte copy written ahead of the rest, so a
+        read-only buffer (the bytes a request decoder gives) is never copied whole; a
+        LogAppendTime topic also rewrites attributes, maxTimestamp and the CRC (copying a
+        read-only buffer for that). Then the bytes are written as they are. A retry of
         one of an idempotent producer's last five batches is not written again: the answer
         carries the original offsets and `duplicate=True`. Raises the validation errors of
         log_validator.py and the producer-state errors (OUT_OF_ORDER_SEQUENCE_NUMBER, …).
@@ -318,8 +321,6 @@ class Log:
         Runs on the event loop: a page-cache write, no fsync (see `needs_flush`).
         """
         view = memoryview(buf)
-        if view.readonly:
-            view = memoryview(bytearray(view))
         now_ms = self._clock.time_ms()
         with self._lock:
             self._check_open()
@@ -334,13 +335,22 @@ class Log:
                     record_count=header.records_count, valid_bytes=header.size_in_bytes,
                     duplicate=True)
             base_offset = self._log_end_offset
-            patch_base_offset(view, 0, base_offset)
-            patch_partition_leader_epoch(view, 0, leader_epoch)
             log_append_time_ms = -1
+            head = None
             if self._config.log_append_time and not header.is_control:
+                if view.readonly:  # attributes, maxTimestamp and the CRC change: a copy to patch
+                    view = memoryview(bytearray(view))
                 set_log_append_time(view, 0, now_ms)
                 log_append_time_ms = now_ms
                 header = read_header(view, 0)  # attributes and maxTimestamp changed
+            if view.readonly:
+                # Only baseOffset and the leader epoch change, both before the CRC: write a patched
+                # copy of the first 16 bytes ahead of the rest instead of copying the batch.
+                view_to_patch = head = bytearray(view[:PATCHED_HEADER_BYTES])
+            else:
+                view_to_patch = view
+            patch_base_offset(view_to_patch, 0, base_offset)
+            patch_partition_leader_epoch(view_to_patch, 0, leader_epoch)
             # The patches above are in the bytes only: `header` may still hold the producer's
             # baseOffset and epoch, so offsets are computed from base_offset.
             last_offset = base_offset + header.last_offset_delta
@@ -348,7 +358,7 @@ class Log:
                 segment = self._maybe_roll(header.size_in_bytes, header.max_timestamp, last_offset,
                                            now_ms, roll_offset=base_offset)
                 segment.append(largest_offset=last_offset, largest_timestamp=header.max_timestamp,
-                               offset_of_max_timestamp=last_offset, records=view)
+                               offset_of_max_timestamp=last_offset, records=view, head=head)
             except OSError as e:
                 raise KafkaStorageError(f"I/O error while appending to log {self._dir}: {e}") from e
             self._log_end_offset = last_offset + 1

@@ -218,8 +218,9 @@ class LogSegment:
     # --- append -------------------------------------------------------------------------------
 
     def append(self, *, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int,
-               records) -> None:
-        """Append whole batches (bytes or memoryview, already validated and offset-assigned).
+               records, head=None) -> None:
+        """Append whole batches (bytes or memoryview, already validated and offset-assigned;
+        `head`, when given, replaces their first bytes as written — see FileRecords.append).
 
         `largest_offset` is the last offset in `records`; `largest_timestamp` their largest
         maxTimestamp and `offset_of_max_timestamp` the last offset of the batch carrying it.
@@ -235,7 +236,7 @@ class LogSegment:
         if not self.can_convert_to_relative_offset(largest_offset):
             raise LogSegmentOffsetOverflowError(
                 f"detected offset overflow at offset {largest_offset} in segment {self!r}")
-        self._log.append(records)
+        self._log.append(records, head=head)
         if largest_timestamp > self.max_timestamp_so_far:
             self._max_timestamp_and_offset_so_far = TimestampOffset(largest_timestamp,
                                                                     offset_of_max_timestamp)
