@@ -84,6 +84,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.produce_purgatory = Purgatory("Produce")
         self.fetch_purgatory = Purgatory("Fetch")
+        self._background_flushes: set = set()
 
     # -- leadership -------------------------------------------------------------------------
     def become_leader(self, tp: TopicPartition, state: PartitionState, replicas: tuple[int, ...], *,
@@ -143,8 +144,12 @@ class ReplicaManager:
                 continue
             results[tp] = ProduceResult(None, info.first_offset, info.last_offset,
                                         info.log_append_time_ms, info.log_start_offset)
-            if partition.log.needs_flush(self.clock.time_ms()):
-                to_flush.append(partition.log)
+            now_ms = self.clock.time_ms()
+            if partition.log.needs_flush(now_ms):
+                if partition.log.flush_policy_due(now_ms):
+                    to_flush.append(partition.log)  # flush.messages / flush.ms: before the answer
+                else:
+                    self._flush_in_background(partition.log, now_ms)  # a rolled segment
             self.fetch_purgatory.check_and_complete(tp)
         if self.metrics is not None:
             self.metrics.on_produce(entries, results)
@@ -153,6 +158,20 @@ class ReplicaManager:
             return results
         return self._complete_produce(results, pending, to_flush, timeout_ms=timeout_ms,
                                       required_acks=required_acks)
+
+    def _flush_in_background(self, log_, now_ms: int) -> None:
+        """fsync a rolled segment off the event loop without holding any produce answer for it,
+        as Kafka's scheduler does after a roll; one background flush per log at a time."""
+        if log_ in self._background_flushes:
+            return
+        self._background_flushes.add(log_)
+        future = asyncio.get_running_loop().run_in_executor(None, log_.flush_if_needed, now_ms)
+        future.add_done_callback(lambda f: self._background_flushed(log_, f))
+
+    def _background_flushed(self, log_, future) -> None:
+        self._background_flushes.discard(log_)
+        if not future.cancelled() and future.exception() is not None:
+            log.error("Background flush of %s failed: %r", log_.topic_partition, future.exception())
 
     async def _complete_produce(self, results, pending, to_flush, *, timeout_ms: int,
                                 required_acks: int) -> dict[TopicPartition, ProduceResult]:

@@ -859,6 +859,12 @@ class Log:
                 return True
             return self._flush_policy_due(now_ms)
 
+    def flush_policy_due(self, now_ms: int) -> bool:
+        """Whether flush.messages or flush.ms ask for an fsync now — the flush Kafka does before
+        answering the produce; a rolled segment's flush (also in `needs_flush`) waits for no one."""
+        with self._lock:
+            return not self._closed and self._flush_policy_due(now_ms)
+
     def _flush_policy_due(self, now_ms: int) -> bool:
         """flush.messages unflushed messages, or flush.ms since the last flush with some."""
         unflushed = self._log_end_offset - self._recovery_point
