@@ -26,7 +26,9 @@ from protocol_helpers import kio_request_frame, kio_response_frame
 
 ALL_VERSIONS = [(spec.api_key, v) for spec in SUPPORTED_APIS.values()
                 for v in range(spec.min_version, spec.max_version + 1)]
-SLOW_OK = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: a fixed set of examples, so a kio strategy edge case cannot make CI flaky.
+SLOW_OK = settings(max_examples=5, deadline=None, derandomize=True,
+                   suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize("api_key, version", ALL_VERSIONS)
