@@ -28,6 +28,8 @@ def test_table_has_the_ranges_the_broker_implements():
         ApiKey.JOIN_GROUP: (0, 9), ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 5),
         ApiKey.SYNC_GROUP: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 5), ApiKey.LIST_GROUPS: (0, 5),
         ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0),
+        ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2),
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     }
     assert {k: (s.min_version, s.max_version) for k, s in SUPPORTED_APIS.items()} == expected
 
@@ -54,7 +56,8 @@ def test_is_supported():
     assert not apis.is_supported(ApiKey.METADATA, 13)
     assert not apis.is_supported(ApiKey.PRODUCE, 2)
     assert not apis.is_supported(ApiKey.JOIN_GROUP, 10)
-    assert not apis.is_supported(ApiKey.SASL_HANDSHAKE, 0)
+    assert apis.is_supported(ApiKey.SASL_HANDSHAKE, 0)
+    assert not apis.is_supported(ApiKey.SASL_HANDSHAKE, 2)
     assert not apis.is_supported(12345, 0)
 
 

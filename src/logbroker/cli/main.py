@@ -17,6 +17,8 @@ COMMANDS = {
     "perf": ("logbroker.cli.perf", "perf"),
     "status": ("logbroker.cli.status", "status"),
     "groups": ("logbroker.cli.groups", "groups"),
+    "users": ("logbroker.cli.users", "users"),
+    "dev-cluster": ("logbroker.cli.dev_cluster", "dev_cluster"),
 }
 
 

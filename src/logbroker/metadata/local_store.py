@@ -1,7 +1,9 @@
 """The metadata store of a single node: one JSON file in the first log dir.
 
 The embedded default keeps what a cluster keeps in ZooKeeper — the cluster id, topics with their
-ids, assignments and config overrides, partition states, the producer-id block — in
+ids, assignments and config overrides, partition states, the producer-id block, SCRAM credentials
+(under "users", each user's map as Kafka keeps it in /config/users/<name>:
+`{"SCRAM-SHA-256": "salt=…,stored_key=…,server_key=…,iterations=4096"}`) — in
 `<log.dir>/logbroker-metadata.json`. Every change rewrites the file atomically (write a temp file,
 fsync, rename), so after a crash the file is either the old or the new version, never a mix.
 Blocking file I/O; changes are rare (topic admin), so callers may run it on the event loop.
@@ -15,6 +17,7 @@ import uuid
 from pathlib import Path
 
 from logbroker.errors import KafkaStorageError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from logbroker.security.scram import ScramCredential
 from logbroker.metadata.model import PartitionState, TopicInfo, topic_id_from_str, topic_id_to_str
 from logbroker.types import TopicPartition
 
@@ -30,6 +33,7 @@ class LocalMetadataStore:
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._states: dict[TopicPartition, PartitionState] = {}
         self._next_producer_id = 0
+        self._users: dict[str, dict[str, str]] = {}
         self.cluster_id = ""
         if self.path.exists():
             self._load()
@@ -93,6 +97,27 @@ class LocalMetadataStore:
         self._save()
         return first
 
+    # -- SCRAM credentials ---------------------------------------------------------------------
+    def scram_users(self) -> dict[str, dict[str, ScramCredential]]:
+        """user → mechanism → credential."""
+        return {user: {m: ScramCredential.from_text(t) for m, t in mechanisms.items()}
+                for user, mechanisms in self._users.items()}
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        text = self._users.get(user, {}).get(mechanism)
+        return ScramCredential.from_text(text) if text else None
+
+    def set_scram_credential(self, user: str, mechanism: str, credential: ScramCredential) -> None:
+        self._users.setdefault(user, {})[mechanism] = credential.to_text()
+        self._save()
+
+    def delete_scram_credential(self, user: str, mechanism: str) -> None:
+        mechanisms = self._users.get(user, {})
+        if mechanisms.pop(mechanism, None) is not None:
+            if not mechanisms:
+                del self._users[user]
+            self._save()
+
     # -- persistence --------------------------------------------------------------------------
     def _require(self, name: str) -> TopicInfo:
         info = self._topics.get(name)
@@ -105,6 +130,7 @@ class LocalMetadataStore:
             data = json.loads(self.path.read_text())
             self.cluster_id = data["cluster_id"]
             self._next_producer_id = data["next_producer_id"]
+            self._users = {user: dict(m) for user, m in data.get("users", {}).items()}
             for name, t in data["topics"].items():
                 info = TopicInfo(name, topic_id_from_str(t["topic_id"]),
                                  {int(p): tuple(r) for p, r in t["partitions"].items()}, dict(t["configs"]))
@@ -132,6 +158,7 @@ class LocalMetadataStore:
                 f"{tp.topic}:{tp.partition}": {"leader": s.leader, "leader_epoch": s.leader_epoch,
                                                "isr": list(s.isr), "controller_epoch": s.controller_epoch}
                 for tp, s in sorted(self._states.items())},
+            "users": {user: dict(sorted(m.items())) for user, m in sorted(self._users.items())},
         }
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w") as f:

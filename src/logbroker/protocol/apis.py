@@ -143,6 +143,10 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.LIST_GROUPS, 0, 5, 3),
     ApiSpec(ApiKey.DELETE_GROUPS, 0, 2, 2),
     ApiSpec(ApiKey.OFFSET_DELETE, 0, 0, None),
+    ApiSpec(ApiKey.SASL_HANDSHAKE, 0, 1, None),
+    ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 2, 2),
+    ApiSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, 0),
+    ApiSpec(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, 0),
 )
 
 # ApiVersions' own flexible-from, which header parsing needs even for versions above our maximum.

@@ -32,6 +32,10 @@ class ReplicaState:
 
     log_end_offset: int = -1
     last_caught_up_ms: int = 0
+    # The leader's log end offset and the time at this follower's previous fetch: a fetch at or
+    # past that offset shows the follower was caught up at that time (Kafka's Replica).
+    last_fetch_leader_log_end_offset: int = -1
+    last_fetch_time_ms: int = 0
 
 
 class Partition:
@@ -45,6 +49,10 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
         self.remote_replicas: dict[int, ReplicaState] = {}
+        # An ISR change written to the metadata store but not yet confirmed; the high watermark
+        # counts the maximal ISR (isr ∪ an expansion asked for), a shrink only once written.
+        self.pending_isr: tuple[int, ...] | None = None
+        self.leader_epoch_start_offset = 0
 
     @property
     def is_leader(self) -> bool:
@@ -69,11 +77,69 @@ class Partition:
         self.isr = state.isr
         if state.leader_epoch > self.leader_epoch:
             self.log.maybe_assign_epoch_start_offset(state.leader_epoch, self.log.log_end_offset)
+            self.leader_epoch_start_offset = self.log.log_end_offset
+            self.pending_isr = None
         self.leader_epoch = state.leader_epoch
         self.remote_replicas = {r: ReplicaState(last_caught_up_ms=now)
                                 for r in replicas if r != self.local_broker_id}
         self.maybe_increment_high_watermark()
         return True
+
+    def make_follower(self, state: PartitionState, replicas: tuple[int, ...]) -> bool:
+        """Follow `state.leader` at `state.leader_epoch`: stop leading, remember the leader and its
+        epoch. Returns False (and changes nothing) unless the epoch is newer than the one held —
+        brokers act only on a newer leader epoch (DESIGN.md §5)."""
+        if state.leader_epoch <= self.leader_epoch:
+            return False
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.replicas = replicas
+        self.isr = state.isr
+        self.remote_replicas = {}
+        self.pending_isr = None
+        return True
+
+    # -- the leader's view of its followers (DESIGN.md §6) ------------------------------------
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        if self.pending_isr is None:
+            return self.isr
+        return self.isr + tuple(r for r in self.pending_isr if r not in self.isr)
+
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
+        """A follower fetched from `fetch_offset`: it holds everything below. Updates its log end
+        offset and caught-up time and moves the high watermark; True if the high watermark moved."""
+        state = self.remote_replicas.get(replica_id)
+        if state is None or not self.is_leader:
+            return False
+        now = self._clock.monotonic_ms()
+        leader_end = self.log.log_end_offset
+        if fetch_offset >= leader_end:
+            state.last_caught_up_ms = now
+        elif fetch_offset >= state.last_fetch_leader_log_end_offset >= 0:
+            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_time_ms)
+        state.last_fetch_leader_log_end_offset = leader_end
+        state.last_fetch_time_ms = now
+        state.log_end_offset = fetch_offset
+        return self.maybe_increment_high_watermark()
+
+    def isr_to_expand(self) -> tuple[int, ...] | None:
+        """The ISR with followers re-admitted that reached both the high watermark and the start of
+        this leader's epoch; None when nobody is to be added (or a change is in flight)."""
+        if not self.is_leader or self.pending_isr is not None:
+            return None
+        joining = [r for r, st in self.remote_replicas.items() if r not in self.isr
+                   and st.log_end_offset >= max(self.high_watermark, self.leader_epoch_start_offset)]
+        return self.isr + tuple(sorted(joining)) if joining else None
+
+    def isr_to_shrink(self, max_lag_ms: int) -> tuple[int, ...] | None:
+        """The ISR without followers not caught up for `max_lag_ms`; None when nobody lags."""
+        if not self.is_leader or self.pending_isr is not None:
+            return None
+        now = self._clock.monotonic_ms()
+        lagging = {r for r in self.isr if r != self.local_broker_id and r in self.remote_replicas
+                   and now - self.remote_replicas[r].last_caught_up_ms > max_lag_ms}
+        return tuple(r for r in self.isr if r not in lagging) if lagging else None
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """KIP-320: a request's epoch older than ours is fenced, a newer one unknown to us."""
@@ -105,7 +171,7 @@ class Partition:
         if not self.is_leader:
             return False
         new_hw = self.log.log_end_offset
-        for replica_id in self.isr:
+        for replica_id in self.maximal_isr:
             state = self.remote_replicas.get(replica_id)
             if state is not None:
                 new_hw = min(new_hw, state.log_end_offset)

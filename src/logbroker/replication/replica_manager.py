@@ -85,6 +85,11 @@ class ReplicaManager:
         self.produce_purgatory = Purgatory("Produce")
         self.fetch_purgatory = Purgatory("Fetch")
         self._background_flushes: set = set()
+        # Cluster mode only (None on a single node): the fetchers of the partitions this broker
+        # follows (replication/fetcher.py), and the write of an ISR change to the metadata store,
+        # `alter_isr(partition, new_isr)`, which sets `partition.pending_isr` and later `isr`.
+        self.fetcher_manager = None
+        self.alter_isr = None
 
     # -- leadership -------------------------------------------------------------------------
     def become_leader(self, tp: TopicPartition, state: PartitionState, replicas: tuple[int, ...], *,
@@ -97,10 +102,32 @@ class ReplicaManager:
             self.partitions[tp] = partition
         if partition.make_leader(state, replicas):
             log.info("Became leader of %s at leader epoch %d", tp, state.leader_epoch)
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.remove_partition(tp)
+        return partition
+
+    def become_follower(self, tp: TopicPartition, state: PartitionState, replicas: tuple[int, ...], *,
+                        config: LogConfig, topic_id: uuid.UUID | None) -> Partition:
+        """Host `tp` as a follower of `state.leader` (-1: no leader yet) at `state.leader_epoch`,
+        creating its log if it has none. Produces waiting on it as leader now fail over."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            log_ = self.log_manager.get_or_create_log(tp, config, topic_id)
+            partition = Partition(tp, log=log_, local_broker_id=self.broker_id, clock=self.clock)
+            self.partitions[tp] = partition
+        if partition.make_follower(state, replicas):
+            log.info("Became follower of broker %d for %s at leader epoch %d", state.leader, tp,
+                     state.leader_epoch)
+            for purgatory in (self.produce_purgatory, self.fetch_purgatory):
+                purgatory.check_and_complete(tp)
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.add_partition(partition)
         return partition
 
     def stop_replica(self, tp: TopicPartition, *, delete: bool) -> None:
         partition = self.partitions.pop(tp, None)
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_partition(tp)
         if partition is not None:
             for purgatory in (self.produce_purgatory, self.fetch_purgatory):
                 purgatory.check_and_complete(tp)
@@ -213,6 +240,9 @@ class ReplicaManager:
         """Read now; return the results, or an awaitable of them when fewer than `min_bytes` are
         there and the fetch must wait in the purgatory (up to `max_wait_ms`)."""
         fetch_only_committed = replica_id < 0
+        if not fetch_only_committed:
+            for request in partitions:
+                self._record_follower_fetch(replica_id, request)
 
         def read_all() -> tuple[dict[TopicPartition, FetchResult], int, bool]:
             results: dict[TopicPartition, FetchResult] = {}
@@ -240,6 +270,38 @@ class ReplicaManager:
         op = DelayedOperation(try_complete=try_complete, on_expiration=lambda: read_all()[0],
                               keys=[p.tp for p in partitions])
         return self.fetch_purgatory.wait(op, max_wait_ms)
+
+    def _record_follower_fetch(self, replica_id: int, request: FetchPartitionRequest) -> None:
+        """A follower's fetch offset is its log end offset: maybe move the high watermark (and
+        answer the produces waiting on it) and re-admit the follower to the ISR."""
+        partition = self.partitions.get(request.tp)
+        if partition is None or not partition.is_leader:
+            return
+        if partition.update_follower_fetch(replica_id, request.fetch_offset):
+            self.produce_purgatory.check_and_complete(request.tp)
+            self.fetch_purgatory.check_and_complete(request.tp)
+        if self.alter_isr is not None:
+            expanded = partition.isr_to_expand()
+            if expanded is not None:
+                self.alter_isr(partition, expanded)
+
+    def maybe_shrink_isr(self, max_lag_ms: int) -> None:
+        """Drop from the ISR of each partition led here the followers lagging over `max_lag_ms`
+        (replica.lag.time.max.ms). Runs on the event loop, periodically."""
+        if self.alter_isr is None:
+            return
+        for partition in list(self.partitions.values()):
+            shrunk = partition.isr_to_shrink(max_lag_ms)
+            if shrunk is not None:
+                log.info("Shrinking ISR of %s from %s to %s", partition.tp, list(partition.isr), list(shrunk))
+                self.alter_isr(partition, shrunk)
+
+    def on_isr_changed(self, partition: Partition) -> None:
+        """The ISR of a led partition changed: the high watermark may move, and acks=-1 produces
+        may now be answerable (or fail with NOT_ENOUGH_REPLICAS_AFTER_APPEND)."""
+        partition.maybe_increment_high_watermark()
+        self.produce_purgatory.check_and_complete(partition.tp)
+        self.fetch_purgatory.check_and_complete(partition.tp)
 
     def _read_partition(self, request: FetchPartitionRequest, *, max_bytes: int,
                         fetch_only_committed: bool, min_one_message: bool) -> FetchResult:

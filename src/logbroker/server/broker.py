@@ -20,6 +20,7 @@ from logbroker.coordinator.group_coordinator import GroupCoordinator
 from logbroker.coordinator.producer_ids import ProducerIdManager
 from logbroker.metadata.controller import Controller
 from logbroker.metadata.local_store import LocalMetadataStore
+from logbroker.metadata.metadata_cache import MetadataCache
 from logbroker.metadata.model import BrokerInfo, PartitionState, TopicInfo, new_topic_id
 from logbroker.replication.replica_manager import ReplicaManager
 from logbroker.server.config import KafkaConfig
@@ -45,7 +46,11 @@ class Broker:
         self.clock = clock or SystemClock()
         self.broker_id = config.broker_id
         self.log_dirs = [Path(d) for d in config.log_dirs]
-        self.store: LocalMetadataStore | None = None
+        # The file store on a single node; with zookeeper.connect, the MetadataCache the ZooKeeper
+        # watches feed (self.zk is then the store behind it and self.cluster the membership).
+        self.store: LocalMetadataStore | MetadataCache | None = None
+        self.zk = None
+        self.cluster = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.controller: Controller | None = None
@@ -63,15 +68,28 @@ class Broker:
     def cluster_id(self) -> str:
         return self.store.cluster_id
 
-    def brokers(self) -> list[BrokerInfo]:
-        listener = self.advertised_listener()
+    def brokers(self, listener_name: str | None = None) -> list[BrokerInfo]:
+        if self.cluster is not None:
+            return list(self.store.brokers().values())
+        listener = self.advertised_listener(listener_name)
         return [BrokerInfo(self.broker_id, listener.host, listener.port, self.config.broker_rack)]
 
-    def advertised_listener(self) -> Listener:
-        advertised = self.config.advertised_listeners or []
+    @property
+    def controller_id(self) -> int:
+        """The controller's broker id (-1 while there is none); a single node is its own."""
+        if self.cluster is None:
+            return self.broker_id
+        controller_id = self.store.controller_id
+        return -1 if controller_id is None else controller_id
+
+    def advertised_listener(self, listener_name: str | None = None) -> Listener:
+        """The advertised endpoint of `listener_name` (clients get the address of the listener
+        they connected to), or of the first listener."""
+        advertised = list(self.config.advertised_listeners or [])
         if advertised:
-            name, host, port = advertised[0]
-            bound = self.listeners[0].port if self.listeners else port
+            name, host, port = next((e for e in advertised if e[0] == listener_name), advertised[0])
+            bound = next((l.port for l in self.listeners if l.name == name),
+                         self.listeners[0].port if self.listeners else port)
             return Listener(name, host or "localhost", port or bound)
         return self.listeners[0]
 
@@ -83,16 +101,26 @@ class Broker:
     async def start(self) -> None:
         first_dir = self.log_dirs[0]
         first_dir.mkdir(parents=True, exist_ok=True)
-        self.store = LocalMetadataStore(first_dir)
+        if self.config.zookeeper_connect:
+            await self._connect_zookeeper()
+            topics = await asyncio.get_running_loop().run_in_executor(None, self.zk.topics)
+        else:
+            self.store = LocalMetadataStore(first_dir)
+            topics = self.store.topics()
         self.log_manager = LogManager(self.log_dirs, default_config=self.default_log_config,
                                       clock=self.clock, broker_id=self.broker_id,
                                       cluster_id=self.store.cluster_id)
-        self.log_manager.startup({name: self.topic_log_config(info) for name, info in self.store.topics().items()})
+        self.log_manager.startup({name: self.topic_log_config(info) for name, info in topics.items()})
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)
-        self.controller = Controller(self.store, live_brokers=[self.broker_id])
-        self._adopt_orphan_logs()
-        self.apply_partition_states(self.controller.elect_all())
+        if self.zk is None:
+            self.controller = Controller(self.store, live_brokers=[self.broker_id])
+            self._adopt_orphan_logs()
+            self.apply_partition_states(self.controller.elect_all())
+        else:
+            # Leaders come from the cluster's controller, through the state watches (after the
+            # listeners are up); this Controller only validates and assigns new topics.
+            self.controller = Controller(self.store, live_brokers=[])
         self.producer_ids = ProducerIdManager(self.store)
         self.group_coordinator = GroupCoordinator(broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store, create_topic=self.create_topic, clock=self.clock)
         self.group_coordinator.load()
@@ -102,10 +130,54 @@ class Broker:
         if self.config.metrics_port is not None:
             from logbroker.server.metrics import start_metrics
             self.metrics = await start_metrics(self)
-        for name, host, port in self.config.listeners:
-            bound = await self.server.listen(host, port)
+        securities = [self._listener_security(name) for name, _, _ in self.config.listeners]
+        for (name, host, port), security in zip(self.config.listeners, securities):
+            bound = await self.server.listen(host, port, security)
             self.listeners.append(Listener(name, host or "0.0.0.0", bound))
+        if self.zk is not None:
+            await self._join_cluster()
         self._start_periodic_tasks()
+
+    def _listener_security(self, name: str):
+        from logbroker.server.listener_security import listener_security
+
+        def scram_credential(user: str, mechanism: str):
+            lookup = getattr(self.store, "scram_credential", None)  # SCRAM users: file store only, so far
+            return lookup(user, mechanism) if lookup is not None else None
+        return listener_security(self.config, name, scram_credential=scram_credential,
+                                 clock_ms=self.clock.monotonic_ms)
+
+    async def _connect_zookeeper(self) -> None:
+        from logbroker.metadata.zookeeper_store import ZooKeeperMetadataStore
+        c = self.config
+        zk = ZooKeeperMetadataStore(c.zookeeper_connect, broker_id=self.broker_id,
+                                    session_timeout_ms=c.zookeeper_session_timeout_ms,
+                                    connection_timeout_ms=c.zookeeper_connection_timeout_ms,
+                                    clock=self.clock)
+        await asyncio.get_running_loop().run_in_executor(None, zk.start)
+        self.zk = zk
+        self.store = MetadataCache(zk, cluster_id=zk.cluster_id)
+
+    async def _join_cluster(self) -> None:
+        from logbroker.server.zk_cluster import ZooKeeperCluster
+        listener = self.advertised_listener()
+        info = BrokerInfo(self.broker_id, listener.host, listener.port, self.config.broker_rack)
+        endpoints = [f"{name}://{host or listener.host}:{port or self._bound_port(name)}"
+                     for name, host, port in (self.config.advertised_listeners or [])] \
+            or [f"{listener.name}://{listener.host}:{listener.port}"]
+        from logbroker.replication.fetcher import ReplicaFetcherManager
+        self.cluster = ZooKeeperCluster(self, self.zk, self.store)
+        self.replica_manager.fetcher_manager = ReplicaFetcherManager(
+            broker_id=self.broker_id, leader_address=self._broker_address)
+        self.replica_manager.alter_isr = self.cluster.alter_isr
+        await self.cluster.start(info, endpoints)
+
+    def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        info = self.store.brokers().get(broker_id)
+        return (info.host, info.port) if info is not None else None
+
+    def _bound_port(self, name: str) -> int:
+        return next((l.port for l in self.listeners if l.name == name), self.listeners[0].port)
 
     # -- topic admin (the controller writes, this broker applies) ---------------------------
     def create_topic(self, name: str, *, num_partitions: int, replication_factor: int,
@@ -115,6 +187,11 @@ class Broker:
             num_partitions = self.config.num_partitions
         if replication_factor == -1:
             replication_factor = self.config.default_replication_factor
+        if self.zk is not None:
+            return self._create_topic_in_cluster(name, num_partitions=num_partitions,
+                                                 replication_factor=replication_factor,
+                                                 configs=configs, assignment=assignment,
+                                                 validate_only=validate_only)
         info = self.controller.create_topic(name, num_partitions=num_partitions,
                                             replication_factor=replication_factor, configs=configs,
                                             assignment=assignment, validate_only=validate_only)
@@ -123,13 +200,33 @@ class Broker:
             log.info("Created topic %s with %d partition(s)", name, info.num_partitions)
         return info
 
+    def _create_topic_in_cluster(self, name: str, *, num_partitions: int, replication_factor: int,
+                                 configs: dict[str, str], assignment, validate_only: bool) -> TopicInfo:
+        # Any broker may write a new topic (as Kafka's AdminZkClient does); the controller sees it
+        # by its watch and elects the leaders. Blocks on ZooKeeper (a few ms; topic admin is rare).
+        info = self.controller.create_topic(name, num_partitions=num_partitions,
+                                            replication_factor=replication_factor, configs=configs,
+                                            assignment=assignment, validate_only=True)
+        if not validate_only:
+            self.zk.create_topic(info)
+            self.store.put_topic(info)
+            log.info("Created topic %s with %d partition(s)", name, info.num_partitions)
+        return info
+
     def delete_topic(self, name: str) -> None:
+        if self.zk is not None:
+            # The controller deletes it; every broker drops its replicas when the topic znode goes.
+            self.zk.request_topic_deletion(name)
+            return
         info = self.controller.delete_topic(name)
         for partition in info.assignment:
             self.replica_manager.stop_replica(TopicPartition(name, partition), delete=True)
         log.info("Deleted topic %s", name)
 
     def create_partitions(self, name: str, count: int, *, assignment=None, validate_only: bool = False) -> None:
+        if self.zk is not None:
+            from logbroker.errors import InvalidRequestError
+            raise InvalidRequestError("Adding partitions is not supported yet on a ZooKeeper cluster.")
         added = self.controller.create_partitions(name, count, assignment=assignment, validate_only=validate_only)
         if not validate_only:
             self._apply_topic_states(name, added)
@@ -158,6 +255,18 @@ class Broker:
             self.replica_manager.become_leader(tp, state, info.assignment[tp.partition],
                                                config=self.topic_log_config(info), topic_id=info.topic_id)
 
+    def apply_partition_state(self, tp: TopicPartition, state: PartitionState, info: TopicInfo) -> None:
+        """Cluster mode: a newer leader epoch for a partition this broker hosts → lead or follow."""
+        partition = self.replica_manager.partitions.get(tp)
+        if partition is not None and state.leader_epoch <= partition.leader_epoch:
+            return
+        replicas = info.assignment[tp.partition]
+        config = self.topic_log_config(info)
+        if state.leader == self.broker_id:
+            self.replica_manager.become_leader(tp, state, replicas, config=config, topic_id=info.topic_id)
+        else:
+            self.replica_manager.become_follower(tp, state, replicas, config=config, topic_id=info.topic_id)
+
     def _adopt_orphan_logs(self) -> None:
         """Partition directories with no topic in the store (a Kafka data dir, or a store file
         lost) become topics hosted here, keeping their topic id from partition.metadata."""
@@ -181,6 +290,10 @@ class Broker:
         self._every(c.log_flush_start_offset_checkpoint_interval_ms, lm.checkpoint_log_start_offsets, "log-start-offset checkpoint")
         self._every(c.replica_high_watermark_checkpoint_interval_ms, lm.checkpoint_high_watermarks, "high-watermark checkpoint")
         self._every(min(c.connections_max_idle_ms, 30_000), self.server.close_idle_connections, "idle connections", in_thread=False)
+        if self.cluster is not None:
+            rm = self.replica_manager
+            self._every(max(c.replica_lag_time_max_ms // 2, 10), lambda: rm.maybe_shrink_isr(c.replica_lag_time_max_ms),
+                        "isr-expiration", in_thread=False)
         if c.log_cleaner_enable: self._every(c.log_cleaner_backoff_ms, lambda: lm.clean_logs(self.clock.time_ms(), dedupe_buffer_size=c.log_cleaner_dedupe_buffer_size), "log cleaner")
 
     def _every(self, interval_ms: int, work, name: str, *, in_thread: bool = True) -> None:
@@ -205,6 +318,14 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.cluster is not None:
+            # Leave the cluster first (the session's end drops the registration, and the
+            # controller moves leadership away), then stop following, then close the logs.
+            await self.cluster.close()
+        elif self.zk is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.zk.close)
+        if self.replica_manager is not None and self.replica_manager.fetcher_manager is not None:
+            await self.replica_manager.fetcher_manager.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.log_manager is not None:

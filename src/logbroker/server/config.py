@@ -122,6 +122,24 @@ class KafkaConfig:
     inter_broker_listener_name: str
     security_inter_broker_protocol: str
     metrics_port: int | None
+    # Security
+    ssl_keystore_type: str
+    ssl_keystore_location: str | None
+    ssl_keystore_certificate_chain: str | None
+    ssl_keystore_key: str | None
+    ssl_key_password: str | None
+    ssl_truststore_type: str
+    ssl_truststore_location: str | None
+    ssl_truststore_certificates: str | None
+    ssl_client_auth: str
+    ssl_enabled_protocols: list[str]
+    ssl_cipher_suites: list[str]
+    sasl_enabled_mechanisms: list[str]
+    sasl_jaas_config: str | None
+    sasl_mechanism_inter_broker_protocol: str
+    sasl_server_max_receive_size: int
+    connections_max_reauth_ms: int
+    connection_failed_authentication_delay_ms: int
     # Logs
     log_dirs: tuple[str, ...]
     log_dir: str | None
@@ -224,6 +242,8 @@ class KafkaConfig:
             definition = BROKER_CONFIGS.get(key)
             if definition is not None:
                 values[key] = parse_value(definition, raw)
+            elif _listener_key_used(key, raw):
+                pass
             elif is_kafka_only(key):
                 warnings.append(f"Kafka config {key} is not used by logbroker; ignoring it")
             else:
@@ -353,6 +373,19 @@ class KafkaConfig:
         derivations the attributes apply. Raises KeyError for a key logbroker does not implement."""
         return self._values[name]
 
+    def listener_value(self, listener_name: str, name: str) -> object:
+        """An implemented key's value for one listener: `listener.name.<listener>.<name>` when set
+        (Kafka's per-listener override), else the broker-wide value."""
+        raw = self.originals.get(f"listener.name.{listener_name.lower()}.{name}")
+        if raw is None:
+            return self._values[name]
+        return parse_value(BROKER_CONFIGS[name], raw)
+
+    def listener_jaas_config(self, listener_name: str, mechanism: str) -> str | None:
+        """`listener.name.<listener>.<mechanism>.sasl.jaas.config`, else `sasl.jaas.config`."""
+        return (self.originals.get(f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config")
+                or self.originals.get("sasl.jaas.config"))
+
     def default_log_config(self) -> LogConfig:
         """The LogConfig every topic starts from: Kafka's topic defaults overlaid with the broker
         synonyms (log.segment.bytes → segment.bytes, log.retention.hours → retention.ms, …)."""
@@ -405,6 +438,20 @@ class KafkaConfig:
     def __repr__(self) -> str:
         given = ", ".join(f"{k}={v!r}" for k, v in self.originals.items())
         return f"KafkaConfig({given})"
+
+
+def _listener_key_used(key: str, raw: str) -> bool:
+    """A per-listener key logbroker reads (`listener.name.<l>.<implemented key>`, checked here,
+    or `listener.name.<l>.<mechanism>.sasl.jaas.config`)."""
+    if not key.startswith("listener.name."):
+        return False
+    listener, _, rest = key[len("listener.name."):].partition(".")
+    if not listener:
+        return False
+    if rest in BROKER_CONFIGS:
+        parse_value(BROKER_CONFIGS[rest], raw)
+        return True
+    return rest.endswith(".sasl.jaas.config")
 
 
 def _attr(name: str) -> str:

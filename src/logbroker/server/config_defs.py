@@ -102,6 +102,41 @@ _BROKER_ONLY_DEFS = (
     _D("security.inter.broker.protocol", "string", "PLAINTEXT",
        "security protocol between brokers (when inter.broker.listener.name is not set)",
        one_of(*SECURITY_PROTOCOLS)),
+    # Security: TLS (PEM only) and SASL. Each may also be set per listener as
+    # listener.name.<listener>.<key> (server/tls.py, server/broker.py).
+    _D("ssl.keystore.type", "string", "PEM", "format of the keystore; logbroker reads PEM only "
+       "(Kafka's default is JKS)", one_of("PEM")),
+    _D("ssl.keystore.location", "string", None,
+       "PEM file with the listener's private key and certificate chain"),
+    _D("ssl.keystore.certificate.chain", "string", None,
+       "the certificate chain in PEM, inline (with ssl.keystore.key, instead of a file)"),
+    _D("ssl.keystore.key", "string", None, "the private key in PEM, inline"),
+    _D("ssl.key.password", "string", None, "password of an encrypted private key"),
+    _D("ssl.truststore.type", "string", "PEM", "format of the truststore; logbroker reads PEM only "
+       "(Kafka's default is JKS)", one_of("PEM")),
+    _D("ssl.truststore.location", "string", None,
+       "PEM file of the CA certificates client certificates must chain to"),
+    _D("ssl.truststore.certificates", "string", None, "those CA certificates in PEM, inline"),
+    _D("ssl.client.auth", "string", "none",
+       "client certificates: none, requested (checked when sent) or required (mutual TLS); the "
+       "certificate subject becomes the principal, User:CN=…", one_of("none", "requested", "required")),
+    _D("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], "TLS versions accepted",
+       one_of("TLSv1.2", "TLSv1.3", "TLSv1.1", "TLSv1")),
+    _D("ssl.cipher.suites", "list", [], "cipher suites (OpenSSL names); empty: the defaults"),
+    _D("sasl.enabled.mechanisms", "list", ["GSSAPI"], "SASL mechanisms of SASL listeners; logbroker "
+       "supports PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (Kafka's default GSSAPI must be replaced "
+       "when a SASL listener is configured)"),
+    _D("sasl.jaas.config", "string", None, "JAAS entry of every SASL listener and mechanism without "
+       "its own listener.name.<listener>.<mechanism>.sasl.jaas.config; PlainLoginModule's "
+       "user_<name>=\"<password>\" options are PLAIN's users"),
+    _D("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI",
+       "SASL mechanism brokers use with each other over a SASL inter-broker listener"),
+    _D("sasl.server.max.receive.size", "int", 524_288,
+       "largest request accepted before a SASL client has authenticated", at_least(1)),
+    _D("connections.max.reauth.ms", "long", 0, "SASL session lifetime; a client must "
+       "re-authenticate before it ends (0: sessions do not expire)", at_least(0)),
+    _D("connection.failed.authentication.delay.ms", "int", 100, "delay before closing a connection "
+       "whose authentication failed", at_least(0)),
     _D("metrics.port", "int", None, "logbroker only: port of the Prometheus /metrics endpoint "
        "(unset: no endpoint)", between(0, 65535)),
     # Logs

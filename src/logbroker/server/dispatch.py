@@ -8,6 +8,10 @@ response: acks=0) or CLOSE; an async handler returns the same from a coroutine.
 
 A frame we cannot parse or an API we do not know closes the connection with one log line, as
 Kafka does; an unexpected exception in a handler is logged once and closes only that connection.
+
+On a SASL listener a connection is gated (`connection.auth_gate`) until it authenticates: only
+ApiVersions, SaslHandshake and SaslAuthenticate pass, and after a SaslHandshake v0 the frames are
+raw SASL tokens with no request header (server/authenticator.py).
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from kio.index import load_response_schema
 from logbroker.errors import KafkaError, UnknownServerError
 from logbroker.protocol import codec
 from logbroker.server.apis import REGISTRY
-from logbroker.server.network import CLOSE, KafkaConnection
+from logbroker.protocol.apis import ApiKey
+from logbroker.server.network import CLOSE, CloseAfter, KafkaConnection
 from logbroker.server.responses import build
 
 log = logging.getLogger("kafka.server.KafkaApis")
@@ -59,6 +64,8 @@ class Dispatcher:
         self.broker = broker
 
     def __call__(self, frame: memoryview, connection: KafkaConnection):
+        if connection.auth_gate and connection.sasl.expects_raw_token:
+            return self._raw_sasl_token(frame, connection)
         try:
             request = codec.decode_request(frame)
         except codec.UnsupportedApiVersionsRequest as exc:
@@ -68,6 +75,10 @@ class Dispatcher:
             return CLOSE
         except Exception as exc:  # noqa: BLE001 - garbage from a client must not crash the broker
             log.warning("Closing connection from %s: malformed request (%r)", connection.peer, exc)
+            return CLOSE
+        if connection.auth_gate and not connection.sasl.allows(request.api_key):
+            log.warning("Closing connection from %s: %s", connection.peer,
+                        connection.sasl.refusal(_api_name(request.api_key)))
             return CLOSE
         handler = REGISTRY[request.api_key]
         ctx = RequestContext(request.api_key, request.api_version, request.correlation_id,
@@ -90,6 +101,12 @@ class Dispatcher:
             return self._failed(ctx, exc)
         return self.encode(ctx, result)
 
+    def _raw_sasl_token(self, frame: memoryview, connection: KafkaConnection):
+        result = connection.sasl.raw_token(frame)
+        if connection.sasl.state == "complete":
+            connection.authenticated(connection.sasl.principal)
+        return result
+
     def _failed(self, ctx: RequestContext, exc: Exception):
         log.error("Closing connection from %s: error handling API key %d v%d (correlation %d): %r",
                   ctx.connection.peer if ctx.connection else "?", ctx.api_key, ctx.api_version,
@@ -98,7 +115,16 @@ class Dispatcher:
 
     @staticmethod
     def encode(ctx: RequestContext, result):
+        if isinstance(result, CloseAfter):
+            return CloseAfter(Dispatcher.encode(ctx, result.response))
         if result is None or result is CLOSE or isinstance(result, list):
             return result
         body = result if dataclasses.is_dataclass(result) else build(_response_class(ctx.api_key, ctx.api_version), result)
         return [codec.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)]
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"API_{api_key}"

@@ -12,6 +12,16 @@ waits for `resume_writing` (the buffer is empty again) before its next sendfile.
 a full socket, a small piece of the region is written through the transport instead, which parks
 the writer until the socket drains — the only time record bytes are copied, a few KiB per stall.
 
+TLS (SSL and SASL_SSL listeners): the connection keeps a TlsSession (server/tls.py) and passes
+every byte through it. Record regions cannot go by sendfile under TLS; they are read with
+os.pread in TLS_CHUNK_BYTES pieces, encrypted and written, and the transport keeps a larger
+high-water mark (TLS_WRITE_BUFFER_BYTES) since nothing bypasses it. PLAINTEXT and SASL_PLAINTEXT
+keep the sendfile path untouched.
+
+SASL (SASL_PLAINTEXT, SASL_SSL): `sasl` is the connection's SaslServerAuthenticator and
+`auth_gate` is True until it completes (or while a re-authentication deadline is set); the
+dispatcher checks the gate, so an authenticated connection pays one attribute test per request.
+
 Backpressure: a connection with more than MAX_IN_FLIGHT unanswered requests stops being read
 until the writer catches up, so a fast producer cannot make the broker buffer without bound.
 """
@@ -24,10 +34,13 @@ import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable
-from typing import Union
+from dataclasses import dataclass
+from typing import Any, Union
 
 from logbroker.errors import KafkaError
 from logbroker.protocol.framing import FrameDecoder
+from logbroker.security.principal import ANONYMOUS, ssl_principal
+from logbroker.server.tls import TlsError, TlsSession
 from logbroker.storage.values import FileRegion
 
 log = logging.getLogger("kafka.network.SocketServer")
@@ -35,6 +48,8 @@ log = logging.getLogger("kafka.network.SocketServer")
 MAX_IN_FLIGHT = 128
 RESUME_IN_FLIGHT = 32
 STALL_PIECE_BYTES = 4096
+TLS_CHUNK_BYTES = 262144
+TLS_WRITE_BUFFER_BYTES = 1048576
 
 
 class Close:
@@ -42,16 +57,50 @@ class Close:
 
 
 CLOSE = Close()
+
+
+class CloseAfter:
+    """A response slot that writes `response` and then closes the connection (a failed
+    authentication). Handlers return it around their dict; the dispatcher encodes the inside."""
+
+    __slots__ = ("response",)
+
+    def __init__(self, response) -> None:
+        self.response = response
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSecurity:
+    """How connections to one listener are secured. `ssl_context` is set for SSL and SASL_SSL;
+    `authenticator` (peer → SaslServerAuthenticator) for SASL_PLAINTEXT and SASL_SSL;
+    `max_unauthenticated_request_bytes` (sasl.server.max.receive.size) bounds frames before
+    authentication."""
+
+    listener_name: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
+    ssl_context: Any = None
+    authenticator: Callable[[str], Any] | None = None
+    max_unauthenticated_request_bytes: int = 524288
+
+
+PLAINTEXT = ListenerSecurity()
 Chunks = list[Union[bytes, bytearray, memoryview, FileRegion]]
 Response = Union[Chunks, None, Close]
 Handler = Callable[[memoryview, "KafkaConnection"], Union[Response, Awaitable[Response]]]
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: KafkaServer, security: ListenerSecurity = PLAINTEXT) -> None:
         self.server = server
+        self.security = security
+        self.listener_name = security.listener_name
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
+        self.principal = ANONYMOUS
+        self.tls: TlsSession | None = None
+        self.sasl = None  # SaslServerAuthenticator on SASL listeners
+        self.auth_gate = False
+        self._received_any = False
         self.decoder = FrameDecoder(server.max_request_bytes)
         self.last_active_ms = server.clock_ms()
         self._slots: collections.deque = collections.deque()
@@ -71,18 +120,37 @@ class KafkaConnection(asyncio.Protocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        transport.set_write_buffer_limits(high=0)
+        security = self.security
+        if security.ssl_context is not None:
+            self.tls = TlsSession(security.ssl_context)
+            transport.set_write_buffer_limits(high=TLS_WRITE_BUFFER_BYTES)
+        else:
+            transport.set_write_buffer_limits(high=0)
+        if security.authenticator is not None:
+            self.sasl = security.authenticator(self.peer)
+            self.auth_gate = True
+            self.decoder = FrameDecoder(min(self.server.max_request_bytes,
+                                            security.max_unauthenticated_request_bytes))
         self._writer = asyncio.get_running_loop().create_task(self._write_loop())
         self.server.connections.add(self)
 
     def data_received(self, data: bytes) -> None:
         self.last_active_ms = self.server.clock_ms()
+        if self.tls is not None:
+            data = self._tls_received(data)
+            if not data:
+                return
         try:
             frames = self.decoder.feed(data)
         except KafkaError as exc:
-            log.warning("Closing connection from %s: %s", self.peer, exc)
+            if not self._received_any and data[:2] == b"\x16\x03":
+                log.warning("Closing connection from %s: a TLS handshake arrived on %s listener %s",
+                            self.peer, self.security.security_protocol, self.listener_name)
+            else:
+                log.warning("Closing connection from %s: %s", self.peer, exc)
             self.abort()
             return
+        self._received_any = True
         for frame in frames:
             result = self.server.handler(frame, self)
             if asyncio.iscoroutine(result):
@@ -93,6 +161,33 @@ class KafkaConnection(asyncio.Protocol):
         if len(self._slots) > MAX_IN_FLIGHT and not self._reading_paused:
             self._reading_paused = True
             self.transport.pause_reading()
+
+    def _tls_received(self, data: bytes) -> bytes:
+        tls = self.tls
+        was_done = tls.handshake_done
+        try:
+            plaintext = tls.receive(data)
+        except TlsError as exc:
+            what = "TLS handshake failed" if not was_done else "TLS error"
+            hint = " (a plaintext client?)" if not was_done and data[:1] != b"\x16" else ""
+            log.warning("Closing connection from %s on %s listener %s: %s%s: %s", self.peer,
+                        self.security.security_protocol, self.listener_name, what, hint, exc)
+            self.abort()
+            return b""
+        output = tls.take_output()
+        if output:
+            self.transport.write(output)
+        if not was_done and tls.handshake_done and self.sasl is None:
+            self.principal = ssl_principal(tls.peer_subject)
+        return plaintext
+
+    def authenticated(self, principal: str) -> None:
+        """The SASL exchange completed: lift the gate (unless a re-authentication deadline
+        keeps it) and allow full-size requests."""
+        self.principal = principal
+        self.auth_gate = bool(self.sasl.session_expiry_ms)
+        if self.decoder.buffered_bytes == 0:
+            self.decoder = FrameDecoder(self.server.max_request_bytes)
 
     def pause_writing(self) -> None:
         self._can_write.clear()
@@ -133,6 +228,10 @@ class KafkaConnection(asyncio.Protocol):
                 if response is CLOSE:
                     self.transport.close()
                     return
+                if isinstance(response, CloseAfter):
+                    await self._send(response.response)
+                    self.transport.close()
+                    return
                 await self._send(response)
         except asyncio.CancelledError:
             pass
@@ -156,9 +255,15 @@ class KafkaConnection(asyncio.Protocol):
     async def _write_bytes(self, pieces: list) -> None:
         if not self._can_write.is_set():
             await self._can_write.wait()
+        if self.tls is not None:
+            self.transport.write(self.tls.encrypt(pieces[0] if len(pieces) == 1 else b"".join(pieces)))
+            return
         self.transport.writelines(pieces)
 
     async def _sendfile(self, region: FileRegion) -> None:
+        if self.tls is not None:
+            await self._send_region_tls(region)
+            return
         offset, remaining = region.position, region.size
         while remaining > 0:
             if not self._can_write.is_set():
@@ -178,6 +283,22 @@ class KafkaConnection(asyncio.Protocol):
             remaining -= sent
 
 
+    async def _send_region_tls(self, region: FileRegion) -> None:
+        """A record region under TLS: pread, encrypt, write, in bounded chunks (no sendfile)."""
+        offset, remaining = region.position, region.size
+        while remaining > 0:
+            if not self._can_write.is_set():
+                await self._can_write.wait()
+            if self.transport.is_closing():
+                return
+            piece = os.pread(region.fd, min(remaining, TLS_CHUNK_BYTES), offset)
+            if not piece:
+                raise OSError(f"segment file ended {remaining} bytes early while sending a fetch response")
+            self.transport.write(self.tls.encrypt(piece))
+            offset += len(piece)
+            remaining -= len(piece)
+
+
 class KafkaServer:
     """The listeners of one broker. `handler(frame, connection)` answers one request frame."""
 
@@ -190,10 +311,10 @@ class KafkaServer:
         self.connections: set[KafkaConnection] = set()
         self._servers: list[asyncio.base_events.Server] = []
 
-    async def listen(self, host: str, port: int) -> int:
+    async def listen(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT) -> int:
         """Start a listener; returns the bound port (useful with port 0)."""
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: KafkaConnection(self), host or None, port,
+        server = await loop.create_server(lambda: KafkaConnection(self, security), host or None, port,
                                           reuse_address=True, backlog=1024)
         self._servers.append(server)
         return server.sockets[0].getsockname()[1]

@@ -14,6 +14,8 @@ MODULES = (
     "incremental_alter_configs", "describe_cluster", "delete_records", "init_producer_id",
     "find_coordinator", "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit",
     "offset_fetch", "list_groups", "describe_groups", "delete_groups", "offset_delete",
+    "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials",
+    "alter_user_scram_credentials",
 )
 
 

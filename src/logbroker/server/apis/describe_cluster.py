@@ -33,9 +33,9 @@ def handle(broker, request) -> dict:
         "error_message": None,
         "endpoint_type": BROKERS_ENDPOINT_TYPE,
         "cluster_id": broker.cluster_id,
-        "controller_id": broker.broker_id,
+        "controller_id": broker.controller_id,
         "brokers": [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in broker.brokers()],
+                    for b in broker.brokers(getattr(request.connection, "listener_name", None))],
         "cluster_authorized_operations": (ALL_CLUSTER_OPERATIONS
                                           if body.include_cluster_authorized_operations
                                           else NO_AUTHORIZED_OPERATIONS),

@@ -22,12 +22,13 @@ log = logging.getLogger("kafka.server.KafkaApis")
 def handle(broker, request) -> dict:
     body = request.body
     key_type = getattr(body, "key_type", GROUP_KEY_TYPE)
+    listener = getattr(request.connection, "listener_name", None)
     if request.api_version >= 4:
-        return {"coordinators": [dict(_find(broker, key_type, key), key=key) for key in body.coordinator_keys]}
-    return _find(broker, key_type, body.key)
+        return {"coordinators": [dict(_find(broker, key_type, key, listener), key=key) for key in body.coordinator_keys]}
+    return _find(broker, key_type, body.key, listener)
 
 
-def _find(broker, key_type: int, key: str) -> dict:
+def _find(broker, key_type: int, key: str, listener: str | None = None) -> dict:
     try:
         if key_type == TRANSACTION_KEY_TYPE:
             raise CoordinatorNotAvailableError("Transactions are not supported by this broker")
@@ -41,7 +42,7 @@ def _find(broker, key_type: int, key: str) -> dict:
         state = broker.store.partition_state(tp)
         if state is None or state.leader < 0:
             raise CoordinatorNotAvailableError(f"{tp} has no leader")
-        node = next((b for b in broker.brokers() if b.broker_id == state.leader), None)
+        node = next((b for b in broker.brokers(listener) if b.broker_id == state.leader), None)
         if node is None:
             raise CoordinatorNotAvailableError(f"the leader of {tp} is not alive")
         return {"error_code": 0, "error_message": None, "node_id": node.broker_id, "host": node.host,

@@ -54,9 +54,9 @@ def handle(broker, request):
                                         topic_authorized_operations=topic_ops))
             continue
         topics.append(describe_topic(broker, info, topic_ops))
-    brokers = [MetadataBroker(b.broker_id, b.host, b.port, b.rack) for b in broker.brokers()]
+    brokers = [MetadataBroker(b.broker_id, b.host, b.port, b.rack) for b in broker.brokers(getattr(request.connection, "listener_name", None))]
     return [encode_metadata_response(version, request.correlation_id, brokers=brokers, topics=topics,
-                                     cluster_id=broker.cluster_id, controller_id=broker.broker_id,
+                                     cluster_id=broker.cluster_id, controller_id=broker.controller_id,
                                      cluster_authorized_operations=cluster_ops)]
 
 

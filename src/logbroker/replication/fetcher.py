@@ -1,0 +1,232 @@
+"""Followers: one fetcher task per leader broker, copying the leader's log into ours.
+
+Kafka's ReplicaFetcherThread, as an asyncio task. For each partition it follows from a leader it
+first truncates (KIP-101): it asks the leader, with OffsetForLeaderEpoch, where the follower's
+latest epoch ends in the leader's log and cuts its own log there — never to its own high
+watermark, which could drop records the new leader still has (and that are acknowledged). Then it
+fetches with its broker id as replica id, so the leader reads up to its log end and counts this
+fetch's offset as the follower's log end offset; fetched batches are appended as they are
+(`Log.append_as_follower`: offsets and epochs as assigned by the leader), and the follower's high
+watermark follows the leader's, capped at its own log end.
+
+A new leader or leader epoch for a partition (from the state watches) re-adds it, which means
+truncating again. Errors back off briefly and retry; leadership changes come from ZooKeeper, not
+from the fetch errors. Runs on the event loop; the appends are page-cache writes, as the leader's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kio.schema.fetch.v12 import request as fetch_request
+from kio.schema.offset_for_leader_epoch.v4 import request as ofle_request
+
+from logbroker.client import KafkaConnection
+from logbroker.errors import KafkaError
+from logbroker.replication.partition import Partition
+from logbroker.types import TopicPartition
+
+log = logging.getLogger("kafka.server.ReplicaFetcherThread")
+
+FETCH_MAX_WAIT_MS = 500
+FETCH_MAX_BYTES = 16 * 1024 * 1024
+PARTITION_MAX_BYTES = 1024 * 1024
+BACKOFF_S = 0.1
+
+
+@dataclass(slots=True)
+class FetchState:
+    partition: Partition
+    leader_epoch: int
+    truncated: bool = False
+
+
+class ReplicaFetcher:
+    """Fetches every partition this broker follows from one leader broker."""
+
+    def __init__(self, *, broker_id: int, leader_id: int,
+                 leader_address: Callable[[int], tuple[str, int] | None]) -> None:
+        self.broker_id = broker_id
+        self.leader_id = leader_id
+        self._leader_address = leader_address
+        self.partitions: dict[TopicPartition, FetchState] = {}
+        self._wakeup = asyncio.Event()
+        self._connection: KafkaConnection | None = None
+        self._failing = False  # log a failure streak once, not every retry
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"fetcher-{leader_id}")
+
+    def add(self, partition: Partition) -> None:
+        self.partitions[partition.tp] = FetchState(partition, partition.leader_epoch)
+        self._wakeup.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+
+    async def close(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        if self._connection is not None:
+            await self._connection.close()
+
+    async def _run(self) -> None:
+        while True:
+            if not self.partitions:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            try:
+                connection = self._connect()
+                if connection is None:
+                    await asyncio.sleep(BACKOFF_S)
+                    continue
+                await self._truncate(connection)
+                await self._fetch(connection)
+                self._failing = False
+            except asyncio.CancelledError:
+                raise
+            except KafkaError as exc:
+                (log.debug if self._failing else log.info)(
+                    "Fetch from broker %d failed (retrying every %d ms): %s", self.leader_id,
+                    BACKOFF_S * 1000, exc)
+                self._failing = True
+                await asyncio.sleep(BACKOFF_S)
+            except Exception:  # noqa: BLE001 - a bug must not stop replication for good
+                log.exception("Fetcher for broker %d failed", self.leader_id)
+                await asyncio.sleep(BACKOFF_S)
+
+    def _connect(self) -> KafkaConnection | None:
+        address = self._leader_address(self.leader_id)
+        if address is None:
+            return None
+        if self._connection is None or (self._connection.host, self._connection.port) != address:
+            self._connection = KafkaConnection(*address, client_id=f"broker-{self.broker_id}-fetcher")
+        return self._connection
+
+    async def _truncate(self, connection: KafkaConnection) -> None:
+        """KIP-101: cut each newly added partition's log where its latest epoch ends at the leader."""
+        pending = {tp: st for tp, st in self.partitions.items() if not st.truncated}
+        if not pending:
+            return
+        asks = {}
+        for tp, st in pending.items():
+            latest = st.partition.log.latest_epoch
+            if latest is None:  # nothing with an epoch: nothing that can diverge
+                st.truncated = True
+            else:
+                asks[tp] = latest
+        if not asks:
+            return
+        topics: dict[str, list] = {}
+        for tp, epoch in asks.items():
+            topics.setdefault(tp.topic, []).append(ofle_request.OffsetForLeaderPartition(
+                partition=tp.partition, current_leader_epoch=pending[tp].leader_epoch, leader_epoch=epoch))
+        response = await connection.request(ofle_request.OffsetForLeaderEpochRequest(
+            replica_id=self.broker_id,
+            topics=tuple(ofle_request.OffsetForLeaderTopic(topic=t, partitions=tuple(ps))
+                         for t, ps in topics.items())))
+        for topic in response.topics:
+            for result in topic.partitions:
+                tp = TopicPartition(topic.topic, result.partition)
+                st = self.partitions.get(tp)
+                if st is None or st is not pending.get(tp) or int(result.error_code) != 0:
+                    continue
+                self._truncate_one(st, int(result.leader_epoch), int(result.end_offset))
+
+    def _truncate_one(self, st: FetchState, leader_epoch: int, leader_end_offset: int) -> None:
+        log_ = st.partition.log
+        target = truncation_offset(log_, leader_epoch, leader_end_offset)
+        if target is not None and target < log_.log_end_offset:
+            log.info("Truncating %s from %d to %d (leader epoch %d)", st.partition.tp,
+                     log_.log_end_offset, target, leader_epoch)
+            log_.truncate_to(target)
+        st.truncated = True
+
+    async def _fetch(self, connection: KafkaConnection) -> None:
+        states = {tp: st for tp, st in self.partitions.items() if st.truncated}
+        if not states:
+            return
+        topics: dict[str, list] = {}
+        for tp, st in states.items():
+            log_ = st.partition.log
+            topics.setdefault(tp.topic, []).append(fetch_request.FetchPartition(
+                partition=tp.partition, current_leader_epoch=st.leader_epoch,
+                fetch_offset=log_.log_end_offset, last_fetched_epoch=_or_undefined(log_.latest_epoch),
+                log_start_offset=log_.log_start_offset, partition_max_bytes=PARTITION_MAX_BYTES))
+        response = await connection.request(fetch_request.FetchRequest(
+            cluster_id=None, replica_id=self.broker_id,
+            max_wait=datetime.timedelta(milliseconds=FETCH_MAX_WAIT_MS), min_bytes=1,
+            max_bytes=FETCH_MAX_BYTES, isolation_level=0, session_id=0, session_epoch=-1,
+            topics=tuple(fetch_request.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()),
+            forgotten_topics_data=(), rack_id=""))
+        backoff = False
+        for topic in response.responses:
+            for data in topic.partitions:
+                tp = TopicPartition(topic.topic, data.partition_index)
+                st = self.partitions.get(tp)
+                if st is None or st is not states.get(tp):
+                    continue  # removed or re-added (new epoch) while the fetch was out
+                if int(data.error_code) != 0:
+                    backoff = True
+                    continue
+                log_ = st.partition.log
+                if data.records:
+                    log_.append_as_follower(data.records)
+                # The leader's high watermark, capped at our log end; never back (a new leader's
+                # may lag ours until its followers fetch).
+                high_watermark = min(int(data.high_watermark), log_.log_end_offset)
+                if high_watermark > log_.high_watermark:
+                    log_.update_high_watermark(high_watermark)
+        if backoff:
+            await asyncio.sleep(BACKOFF_S)
+
+
+def truncation_offset(log_, leader_epoch: int, leader_end_offset: int) -> int | None:
+    """Where a follower cuts its log after OffsetForLeaderEpoch answered (`leader_epoch`,
+    `leader_end_offset`) for the follower's latest epoch; None: nothing to cut (the leader knows
+    no such epoch, and fetching will tell). KIP-101/KIP-279: when the leader's answer is for an
+    older epoch than ours, cut where that epoch ends in our own log too, so both logs agree up to
+    the cut. Never the follower's own high watermark: that could drop records the new leader has."""
+    if leader_end_offset < 0:
+        return None
+    target = leader_end_offset
+    if leader_epoch != log_.latest_epoch:
+        ours = log_.end_offset_for_epoch(leader_epoch)
+        if ours is not None:
+            target = min(target, ours[1])
+    return min(target, log_.log_end_offset)
+
+
+def _or_undefined(epoch: int | None) -> int:
+    return -1 if epoch is None else epoch
+
+
+class ReplicaFetcherManager:
+    """The fetchers of this broker, one per leader it follows something from."""
+
+    def __init__(self, *, broker_id: int, leader_address: Callable[[int], tuple[str, int] | None]) -> None:
+        self.broker_id = broker_id
+        self._leader_address = leader_address
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+
+    def add_partition(self, partition: Partition) -> None:
+        """Follow `partition` from its current leader (a leader of -1: wait for one)."""
+        self.remove_partition(partition.tp)
+        if partition.leader_id < 0:
+            return
+        fetcher = self.fetchers.get(partition.leader_id)
+        if fetcher is None:
+            fetcher = self.fetchers[partition.leader_id] = ReplicaFetcher(
+                broker_id=self.broker_id, leader_id=partition.leader_id, leader_address=self._leader_address)
+        fetcher.add(partition)
+
+    def remove_partition(self, tp: TopicPartition) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.remove(tp)
+
+    async def close(self) -> None:
+        fetchers, self.fetchers = list(self.fetchers.values()), {}
+        await asyncio.gather(*(f.close() for f in fetchers))
