@@ -140,6 +140,20 @@ def fail_with(error: object, bootstrap: str, *, what: str | None = None) -> NoRe
     fail(f"{what}: {error_sentence(error)}" if what else error_sentence(error))
 
 
+def admin_client(bootstrap_server: str, command_config: str | None):
+    """An AdminClient for the tools that take `--bootstrap-server` and `--command-config`,
+    failing with one sentence when its config is invalid or no broker answers."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+    config = client_config(bootstrap_server, load_properties_file(command_config, "--command-config"))
+    try:
+        admin = AdminClient(config)
+    except (KafkaException, ValueError) as e:
+        fail(f"Invalid admin client config: {error_sentence(e)}")
+    ensure_reachable(admin, config)
+    return admin
+
+
 def ensure_reachable(client, config: Mapping[str, object], timeout_s: float = 10.0) -> None:
     """Fail at once when no broker answers (librdkafka says all brokers are down, or metadata
     does not come within `timeout_s`), rather than when the first record times out."""

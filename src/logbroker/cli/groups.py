@@ -28,13 +28,11 @@ import click
 
 from logbroker.cli import group_views as views
 from logbroker.cli.common import (
+    admin_client,
     bootstrap_option,
-    client_config,
-    ensure_reachable,
     error_sentence,
     fail,
     fail_with,
-    load_properties_file,
 )
 from logbroker.cli.group_admin import Cluster, state_name
 
@@ -123,15 +121,7 @@ def groups(bootstrap_server: str, command_config: str | None, timeout_ms: int, l
         raise click.UsageError("--to-*, --shift-by, --by-duration, --all-topics, --dry-run and "
                                "--execute are only for --reset-offsets")
 
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-    config = client_config(bootstrap_server,
-                           load_properties_file(command_config, "--command-config"))
-    try:
-        admin = AdminClient(config)
-    except (KafkaException, ValueError) as e:
-        fail(f"Invalid admin client config: {error_sentence(e)}")
-    ensure_reachable(admin, config)
+    admin = admin_client(bootstrap_server, command_config)
     cluster = Cluster(admin, bootstrap_server, timeout_ms / 1000)
     group_ids = list(groups) if groups else (
         [g.group_id for g in cluster.list_groups()] if all_groups else [])

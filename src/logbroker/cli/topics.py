@@ -21,14 +21,12 @@ from dataclasses import dataclass
 import click
 
 from logbroker.cli.common import (
+    admin_client,
     bootstrap_option,
-    client_config,
-    ensure_reachable,
     error_sentence,
     fail,
     fail_with,
     is_internal,
-    load_properties_file,
     parse_key_values,
     unreachable,
 )
@@ -136,15 +134,7 @@ def topics(bootstrap_server: str, command_config: str | None, create: bool, list
                                "topic with a configs tool (IncrementalAlterConfigs)")
     topic_configs = parse_key_values(configs, "--config")
 
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-    config = client_config(bootstrap_server,
-                           load_properties_file(command_config, "--command-config"))
-    try:
-        admin = AdminClient(config)
-    except (KafkaException, ValueError) as e:
-        fail(f"Invalid admin client config: {error_sentence(e)}")
-    ensure_reachable(admin, config)
+    admin = admin_client(bootstrap_server, command_config)
     if action == "create":
         _create(admin, bootstrap_server, topic, partitions, replication_factor, topic_configs,
                 if_not_exists)
