@@ -285,17 +285,12 @@ def dump_offset_index(path: Path, options: DumpOptions, findings: Findings) -> I
             yield _out(f"{path} is empty.")
             return
         if options.index_sanity_check:
-            try:
-                index.sanity_check()
-            except CorruptIndexError as e:
-                yield _err(str(e))
-                return
-            yield _out(f"{path} passed sanity check.")
+            yield _sanity_check(index, path)
             return
         log_path = _beside(path, ".log")
         if not log_path.exists():
             yield _err(f"No log file {log_path.name} beside {path.name}: entries not checked")
-        with (_mapped(log_path) if log_path.exists() else nullcontext()) as log:
+        with _mapped_if_present(log_path) as log:
             for i, entry in enumerate(entries):
                 # A preallocated index after a crash ends in zero entries: stop at the first one.
                 if i > 0 and entry.offset == base_offset:
@@ -308,6 +303,20 @@ def dump_offset_index(path: Path, options: DumpOptions, findings: Findings) -> I
                     yield _out(f"offset: {entry.offset} position: {entry.position}")
     finally:
         index.close_handler()
+
+
+def _sanity_check(index, path: Path) -> Output:
+    """--index-sanity-check of an offset or time index: one line either way."""
+    try:
+        index.sanity_check()
+    except CorruptIndexError as e:
+        return _err(str(e))
+    return _out(f"{path} passed sanity check.")
+
+
+def _mapped_if_present(log_path: Path):
+    """The .log beside an index, mapped read-only; None inside the block when there is none."""
+    return _mapped(log_path) if log_path.exists() else nullcontext()
 
 
 def _batch_holding(buf, position: int, offset: int) -> RecordBatch | None:
@@ -332,19 +341,14 @@ def dump_time_index(path: Path, options: DumpOptions, findings: Findings) -> Ite
     offset_index = OffsetIndex(index_path, base_offset, writable=False) if index_path.exists() else None
     try:
         if options.index_sanity_check:
-            try:
-                time_index.sanity_check()
-            except CorruptIndexError as e:
-                yield _err(str(e))
-                return
-            yield _out(f"{path} passed sanity check.")
+            yield _sanity_check(time_index, path)
             return
         log_path = _beside(path, ".log")
         if not log_path.exists():
             yield _err(f"No log file {log_path.name} beside {path.name}: entries not checked")
         name = str(path.absolute())
         previous_timestamp = NO_TIMESTAMP
-        with (_mapped(log_path) if log_path.exists() else nullcontext()) as log:
+        with _mapped_if_present(log_path) as log:
             for i, entry in enumerate(time_index.all_entries()):
                 if i > 0 and entry.offset == base_offset:
                     break
