@@ -51,6 +51,14 @@ def configure_logging(levels: tuple[str, ...] = ()) -> None:
         logging.getLogger(name).setLevel(value)
 
 
+def _hide_hypothesis() -> None:
+    """kio registers a hypothesis strategy for each of its types whenever hypothesis is importable
+    (our test extra installs it): +80 ms to start and +8 MiB resident in a broker that never uses
+    them. A broker process imports kio only after this, so kio sees hypothesis as absent."""
+    if "hypothesis" not in sys.modules:
+        sys.modules["hypothesis"] = None
+
+
 @click.command()
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="A Kafka server.properties file.")
@@ -62,6 +70,7 @@ def configure_logging(levels: tuple[str, ...] = ()) -> None:
 def serve(config_file: Path | None, overrides: tuple[str, ...], log_levels: tuple[str, ...]) -> None:
     """Start a broker. With no arguments: 127.0.0.1:9092, data in ./logbroker-data."""
     started = time.monotonic()
+    _hide_hypothesis()
     configure_logging(log_levels)
     from logbroker.server.config import ConfigError, KafkaConfig
 
