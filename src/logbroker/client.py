@@ -4,16 +4,27 @@ Used by followers (Fetch with their replica id, OffsetForLeaderEpoch) and later 
 Spark. One request in flight per connection is enough for a follower, so `request()` is a plain
 send-then-read under a lock. Encoding and decoding are pure functions (`encode_request`,
 `decode_response`); only `KafkaConnection` touches a socket.
+
+A ClientSecurity secures the connection as the inter-broker listener demands: TLS (an SSLContext
+that checks the peer's certificate and host name, and may present ours for mutual TLS) and SASL
+(SaslHandshake v1, then SaslAuthenticate v2 rounds with PLAIN or SCRAM-SHA-256/512), done once
+per socket, before the first request. Invariant: no request is sent on a socket that has not
+completed the listener's authentication.
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
+import ssl
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.serial import entity_reader, entity_writer
 
 from logbroker.errors import KafkaError
@@ -25,6 +36,25 @@ _HEADER = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client
 
 class ConnectionClosedError(KafkaError):
     """The peer closed the connection or it could not be opened; reconnect and retry."""
+
+
+class SaslAuthenticationError(ConnectionClosedError):
+    """The peer refused our SASL mechanism or credentials; the connection is closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSecurity:
+    """How to reach a listener: `ssl_context` for SSL and SASL_SSL, `sasl_mechanism` with
+    `username`/`password` for SASL_PLAINTEXT and SASL_SSL. The default is PLAINTEXT."""
+
+    security_protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+    sasl_mechanism: str | None = None
+    username: str = ""
+    password: str = ""
+
+
+PLAINTEXT = ClientSecurity()
 
 
 def encode_request(body: Any, *, correlation_id: int, client_id: str) -> bytes:
@@ -54,8 +84,9 @@ def decode_response(frame: bytes, *, api_key: int, api_version: int) -> tuple[in
 
 class KafkaConnection:
     def __init__(self, host: str, port: int, *, client_id: str = "logbroker",
-                 timeout_s: float = 30.0) -> None:
+                 timeout_s: float = 30.0, security: ClientSecurity = PLAINTEXT) -> None:
         self.host, self.port = host, port
+        self.security = security
         self.client_id = client_id
         self.timeout_s = timeout_s
         self._reader: asyncio.StreamReader | None = None
@@ -68,29 +99,74 @@ class KafkaConnection:
         async with self._lock:
             try:
                 if self._writer is None:
-                    self._reader, self._writer = await asyncio.wait_for(
-                        asyncio.open_connection(self.host, self.port), self.timeout_s)
-                self._correlation_id += 1
-                self._writer.write(encode_request(body, correlation_id=self._correlation_id,
-                                                  client_id=self.client_id))
-                await self._writer.drain()
-                size = _SIZE.unpack(await asyncio.wait_for(self._reader.readexactly(4), self.timeout_s))[0]
-                frame = await asyncio.wait_for(self._reader.readexactly(size), self.timeout_s)
+                    await self._open()
+                return await self._round_trip(body)
             except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
                 await self.close()
                 raise ConnectionClosedError(f"connection to {self.host}:{self.port} failed: {exc!r}") from exc
-            cls = type(body)
-            correlation_id, response = decode_response(frame, api_key=cls.__api_key__,
-                                                       api_version=cls.__version__)
-            if correlation_id != self._correlation_id:
+            except ConnectionClosedError:
                 await self.close()
-                raise ConnectionClosedError(f"correlation id {correlation_id} answered, "
-                                            f"{self._correlation_id} expected")
-            return response
+                raise
+
+    async def _open(self) -> None:
+        security = self.security
+        self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(
+            self.host, self.port, ssl=security.ssl_context,
+            server_hostname=self.host if security.ssl_context is not None else None), self.timeout_s)
+        if security.sasl_mechanism is not None:
+            await self._authenticate(security)
+
+    async def _authenticate(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1, then SaslAuthenticate v2 until the mechanism is done."""
+        mechanism = security.sasl_mechanism
+        handshake = await self._round_trip(SaslHandshakeRequest(mechanism=mechanism))
+        if handshake.error_code != ErrorCode.none:
+            raise SaslAuthenticationError(
+                f"{self.host}:{self.port} does not enable SASL mechanism {mechanism} (it offers "
+                f"{', '.join(handshake.mechanisms) or 'none'}); check sasl.mechanism.inter.broker.protocol")
+        if mechanism == "PLAIN":
+            await self._sasl_token(f"\0{security.username}\0{security.password}".encode())
+            return
+        from logbroker.security.sasl import SaslFailed
+        from logbroker.security.scram import ScramSaslClient
+        scram = ScramSaslClient(mechanism, security.username, security.password)
+        try:
+            final = scram.final_message(await self._sasl_token(scram.first_message()))
+            scram.verify(await self._sasl_token(final))
+        except SaslFailed as exc:
+            raise SaslAuthenticationError(f"SASL {mechanism} with {self.host}:{self.port} "
+                                          f"failed: {exc}") from None
+
+    async def _sasl_token(self, token: bytes) -> bytes:
+        response = await self._round_trip(SaslAuthenticateRequest(auth_bytes=token))
+        if response.error_code != ErrorCode.none:
+            raise SaslAuthenticationError(
+                f"{self.host}:{self.port} refused SASL {self.security.sasl_mechanism} as user "
+                f"{self.security.username!r}: {response.error_message}")
+        return response.auth_bytes
+
+    async def _round_trip(self, body: Any) -> Any:
+        self._correlation_id += 1
+        self._writer.write(encode_request(body, correlation_id=self._correlation_id,
+                                          client_id=self.client_id))
+        await self._writer.drain()
+        size = _SIZE.unpack(await asyncio.wait_for(self._reader.readexactly(4), self.timeout_s))[0]
+        frame = await asyncio.wait_for(self._reader.readexactly(size), self.timeout_s)
+        cls = type(body)
+        correlation_id, response = decode_response(frame, api_key=cls.__api_key__,
+                                                   api_version=cls.__version__)
+        if correlation_id != self._correlation_id:
+            raise ConnectionClosedError(f"correlation id {correlation_id} answered, "
+                                        f"{self._correlation_id} expected")
+        return response
 
     async def close(self) -> None:
         writer, self._writer, self._reader = self._writer, None, None
-        if writer is not None:
+        if writer is not None and self.security.ssl_context is not None:
+            # No close_notify exchange: asyncio would wait for the broker's answer to it for up to
+            # 30 s, and nothing is pending once a request has been answered or has failed.
+            writer.transport.abort()
+        elif writer is not None:
             writer.close()
             try:
                 await writer.wait_closed()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -94,6 +95,18 @@ class BrokerProcess:
             os.kill(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def pause(self) -> None:
+        """SIGSTOP: the process freezes (no fetches, no ZooKeeper heartbeats) until `resume()`."""
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after `pause()`."""
+        os.kill(self.process.pid, signal.SIGCONT)
+
     def restart(self) -> BrokerProcess:
         self.stop()
         return self.start()
@@ -104,6 +117,164 @@ class BrokerProcess:
     def __exit__(self, *exc_info) -> None:
         if self.process is not None and self.process.poll() is None:
             self.stop()
+
+
+def wait_for(condition, timeout_s: float = 30.0, interval_s: float = 0.1, *, what: str = "condition"):
+    """Poll `condition()` until it returns something truthy, and return that; AssertionError
+    naming `what` after `timeout_s`. Tests wait on conditions, never on fixed sleeps."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout_s} s")
+        time.sleep(interval_s)
+
+
+class ClusterProcess:
+    """A ZooKeeper-mode cluster for tests: brokers 1..N as `BrokerProcess`es sharing one
+    `zookeeper.connect` (give each cluster its own chroot), plus a kazoo session on it to read the
+    partition state znodes — the truth about leaders and ISRs, whichever broker's cache lags.
+
+        cluster = ClusterProcess(tmp_path, zk_connect=f"{zk.connect_string}/t1").start()
+        cluster.create_topic("t", partitions=1, replication_factor=3)
+        cluster.kill(cluster.leader("t", 0)); cluster.wait_for_leader("t", 0, not_in={old})
+
+    Broker i's data directory is `base_dir/broker-<i>/data`. `kill` (SIGKILL), `pause`/`resume`
+    (SIGSTOP/SIGCONT), `stop` (SIGTERM), `start` (again, on the same data: after a kill it waits
+    for the old ZooKeeper session to expire), `wipe` (delete the data directory of a stopped broker).
+    """
+
+    def __init__(self, base_dir: Path, *, zk_connect: str, brokers: int = 3,
+                 overrides: dict[str, str] | None = None,
+                 broker_overrides: dict[int, dict[str, str]] | None = None) -> None:
+        """`overrides` apply to every broker, `broker_overrides[id]` to one."""
+        self.base_dir = Path(base_dir)
+        self.zk_connect = zk_connect
+        self.brokers: dict[int, BrokerProcess] = {}
+        for broker_id in range(1, brokers + 1):
+            self.brokers[broker_id] = BrokerProcess(self.base_dir / f"broker-{broker_id}", overrides={
+                **CLUSTER_TEST_OVERRIDES, "broker.id": str(broker_id), "zookeeper.connect": zk_connect,
+                **(overrides or {}), **(broker_overrides or {}).get(broker_id, {})})
+        self._zk = None
+
+    def start(self) -> ClusterProcess:
+        from kazoo.client import KazooClient
+
+        from logbroker.metadata.zookeeper_store import ensure_chroot
+        ensure_chroot(self.zk_connect, timeout_s=30)
+        self._zk = KazooClient(hosts=self.zk_connect)
+        self._zk.start(timeout=30)
+        for broker in self.brokers.values():
+            broker.start()
+        return self
+
+    def close(self) -> None:
+        for broker in self.brokers.values():
+            if broker.running:
+                broker.resume()  # a paused broker cannot die of SIGKILL until continued
+                broker.kill()
+        if self._zk is not None:
+            self._zk.stop()
+            self._zk.close()
+
+    def __enter__(self) -> ClusterProcess:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    @property
+    def bootstrap(self) -> str:
+        """The addresses of the brokers running now."""
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.running)
+
+    def kill(self, broker_id: int) -> None:
+        self.brokers[broker_id].kill()
+
+    def stop(self, broker_id: int) -> None:
+        self.brokers[broker_id].stop()
+
+    def start_broker(self, broker_id: int) -> BrokerProcess:
+        return self.brokers[broker_id].start()
+
+    def pause(self, broker_id: int) -> None:
+        self.brokers[broker_id].pause()
+
+    def resume(self, broker_id: int) -> None:
+        self.brokers[broker_id].resume()
+
+    def wipe(self, broker_id: int) -> None:
+        """Delete a stopped broker's whole data directory (meta.properties included)."""
+        assert not self.brokers[broker_id].running, "stop or kill the broker before wiping its data"
+        shutil.rmtree(self.brokers[broker_id].data_dir, ignore_errors=True)
+
+    # -- reading the cluster's state from ZooKeeper -------------------------------------------
+    def create_topic(self, name: str, *, partitions: int = 1, replication_factor: int = 3,
+                     config: dict[str, str] | None = None, replica_assignment: list[list[int]] | None = None) -> None:
+        """Create a topic through the Admin API and wait until every partition has a leader and
+        a full ISR. `replica_assignment` (one list of broker ids per partition, preferred leader
+        first) replaces `partitions` and `replication_factor`."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        sizing = ({"num_partitions": len(replica_assignment), "replica_assignment": replica_assignment}
+                  if replica_assignment else {"num_partitions": partitions, "replication_factor": replication_factor})
+        admin.create_topics([NewTopic(name, config=config or {}, **sizing)])[name].result(30)
+        for partition, replicas in enumerate(replica_assignment or [[0] * replication_factor] * partitions):
+            self.wait_for_isr(name, partition, size=len(replicas))
+
+    def partition_state(self, topic: str, partition: int):
+        """The partition's state znode (`PartitionState`: leader, leader_epoch, isr), or None."""
+        from kazoo.exceptions import NoNodeError
+
+        from logbroker.metadata import zk_data
+        from logbroker.types import TopicPartition
+        try:
+            data, _ = self._zk.get(zk_data.partition_state_path(TopicPartition(topic, partition)))
+        except NoNodeError:
+            return None
+        return zk_data.decode_partition_state(data)
+
+    def leader(self, topic: str, partition: int) -> int:
+        state = self.partition_state(topic, partition)
+        return -1 if state is None else state.leader
+
+    def controller(self) -> int:
+        """The broker id in /controller, or -1 while there is none."""
+        from kazoo.exceptions import NoNodeError
+
+        from logbroker.metadata import zk_data
+        try:
+            return zk_data.decode_controller(self._zk.get(zk_data.CONTROLLER)[0])
+        except NoNodeError:
+            return -1
+
+    def registered(self) -> set[int]:
+        """The broker ids registered now (their ephemeral /brokers/ids/<id>)."""
+        from logbroker.metadata import zk_data
+        return {int(c) for c in self._zk.get_children(zk_data.BROKER_IDS)}
+
+    def wait_for_leader(self, topic: str, partition: int, *, not_in=(), timeout_s: float = 60.0) -> int:
+        """Wait for a live leader other than the brokers in `not_in`; returns its id."""
+        def elected():
+            leader = self.leader(topic, partition)
+            return leader if leader > 0 and leader not in not_in and self.brokers[leader].running else None
+        return wait_for(elected, timeout_s=timeout_s, what=f"a new leader of {topic}-{partition}")
+
+    def wait_for_isr(self, topic: str, partition: int, *, size: int | None = None, contains=(),
+                     excludes=(), timeout_s: float = 60.0):
+        """Wait until the ISR in ZooKeeper has `size` members (all replicas by default), with
+        every broker of `contains` and none of `excludes`, and a leader; returns the state."""
+        size = len(self.brokers) if size is None else size
+
+        def reached():
+            state = self.partition_state(topic, partition)
+            ok = (state is not None and state.leader > 0 and len(state.isr) == size
+                  and set(contains) <= set(state.isr) and not set(excludes) & set(state.isr))
+            return state if ok else None
+        return wait_for(reached, timeout_s=timeout_s,
+                        what=f"ISR of {topic}-{partition} (size {size}, with {list(contains)}, without {list(excludes)})")
 
 
 # -- the pytest plugin (entry point `pytest11: logbroker`) --------------------------------------
@@ -119,6 +290,9 @@ except ImportError:  # pytest is not a dependency of the broker itself
 
 # What Testcontainers' Kafka module sets too: a group's first join is not held back 3 s.
 TEST_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
+# A cluster in tests: a dead broker's session expires in 4 s, and __consumer_offsets needs one broker.
+CLUSTER_TEST_OVERRIDES = {**TEST_OVERRIDES, "zookeeper.session.timeout.ms": "4000",
+                          "offsets.topic.replication.factor": "1"}
 
 if pytest is not None:
 
@@ -140,3 +314,35 @@ if pytest is not None:
         process = BrokerProcess(tmp_path_factory.mktemp("logbroker-session"), overrides=TEST_OVERRIDES)
         yield process.start()
         process.kill()
+
+    def pytest_configure(config) -> None:
+        config.addinivalue_line("markers", "logbroker_cluster(brokers=3, **overrides): the size and "
+                                "broker config (Kafka's keys) of the `logbroker_cluster` fixture")
+
+    @pytest.fixture(scope="session")
+    def logbroker_zookeeper(tmp_path_factory):
+        """One real ZooKeeper server (Debian's `zookeeper` package, in a JVM) for the session;
+        the test is skipped when java or the jar is missing."""
+        from logbroker.zookeeper_process import ZooKeeperProcess, unavailable_reason
+        reason = unavailable_reason()
+        if reason is not None:
+            pytest.skip(f"a logbroker cluster needs ZooKeeper: {reason}")
+        with ZooKeeperProcess(tmp_path_factory.mktemp("logbroker-zookeeper")) as zookeeper:
+            yield zookeeper
+
+    @pytest.fixture
+    def logbroker_cluster(request, logbroker_zookeeper, tmp_path_factory):
+        """A started `ClusterProcess` (3 brokers unless marked otherwise) in a fresh chroot of the
+        session's ZooKeeper. Size and config come from the marker:
+
+            @pytest.mark.logbroker_cluster(brokers=3, **{"replica.lag.time.max.ms": "3000"})
+        """
+        import uuid
+        marker = request.node.get_closest_marker("logbroker_cluster")
+        kwargs = dict(marker.kwargs) if marker else {}
+        brokers = int(kwargs.pop("brokers", 3))
+        cluster = ClusterProcess(tmp_path_factory.mktemp("logbroker-cluster"), brokers=brokers,
+                                 zk_connect=f"{logbroker_zookeeper.connect_string}/c-{uuid.uuid4().hex[:12]}",
+                                 overrides={k: str(v) for k, v in kwargs.items()})
+        yield cluster.start()
+        cluster.close()

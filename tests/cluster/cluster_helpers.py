@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 from confluent_kafka.admin import AdminClient
 
-from logbroker.testing import BrokerProcess
-
-CLUSTER_OVERRIDES = {"group.initial.rebalance.delay.ms": "0", "zookeeper.session.timeout.ms": "4000",
-                     "offsets.topic.replication.factor": "1"}
+from logbroker.testing import CLUSTER_TEST_OVERRIDES as CLUSTER_OVERRIDES
+from logbroker.testing import BrokerProcess, wait_for  # noqa: F401 - the cluster tests import it from here
 
 
 def start_cluster(tmp_path, zk_connect, count=3, **extra) -> list[BrokerProcess]:
@@ -19,17 +15,6 @@ def start_cluster(tmp_path, zk_connect, count=3, **extra) -> list[BrokerProcess]
                      **extra}
         brokers.append(BrokerProcess(tmp_path / f"broker-{broker_id}", overrides=overrides).start())
     return brokers
-
-
-def wait_for(condition, timeout_s=20.0, interval_s=0.1):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout_s} s")
-        time.sleep(interval_s)
 
 
 def topic_metadata(bootstrap: str, topic: str):

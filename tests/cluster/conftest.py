@@ -12,17 +12,13 @@ import pytest
 from kazoo.client import KazooClient
 
 from logbroker.metadata.zookeeper_store import ensure_chroot
-from logbroker.zookeeper_process import ZooKeeperProcess, unavailable_reason
 
 
 @pytest.fixture(scope="session")
-def zookeeper(tmp_path_factory):
-    """A running ZooKeeperProcess; the test session is skipped here if java or the jar is missing."""
-    reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"cluster tests need a real ZooKeeper: {reason}")
-    with ZooKeeperProcess(tmp_path_factory.mktemp("zookeeper")) as zk:
-        yield zk
+def zookeeper(logbroker_zookeeper):
+    """A running ZooKeeperProcess: the plugin's (logbroker.testing), shared with `logbroker_cluster`;
+    skipped there if java or the jar is missing."""
+    return logbroker_zookeeper
 
 
 @pytest.fixture

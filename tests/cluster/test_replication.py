@@ -66,6 +66,22 @@ def consume_all(cluster, topic: str, expected: int, timeout_s: float = 30.0) -> 
     return values
 
 
+def produce_killing_the_leader(cluster, topic: str, values, leader: int, *, kill_after: int) -> list[bytes]:
+    """Produce `values` with acks=all, SIGKILLing broker `leader` once `kill_after` are acked;
+    returns the acked values."""
+    acked: list[bytes] = []
+
+    def kill_once_records_are_acked():
+        wait_for(lambda: len(acked) >= kill_after, timeout_s=30, interval_s=0.01)
+        cluster[leader - 1].kill()
+
+    killer = threading.Thread(target=kill_once_records_are_acked)
+    killer.start()
+    produce(cluster, topic, values, acked, pace_every=10, **{"message.timeout.ms": 60000})
+    killer.join()
+    return acked
+
+
 def segment_bytes(broker, topic: str) -> bytes:
     return (broker.data_dir / f"{topic}-0" / "00000000000000000000.log").read_bytes()
 
@@ -87,17 +103,8 @@ def test_acks_all_records_are_on_every_isr_replica_byte_for_byte(cluster):
 def test_killing_the_leader_moves_leadership_to_an_isr_member_without_losing_acked_records(cluster):
     md = create_replicated_topic(cluster, "failover")
     old_leader = md.topics["failover"].partitions[0].leader
-    acked: list[bytes] = []
     values = [f"seq-{i:06d}".encode() for i in range(4000)]
-
-    def kill_once_records_are_acked():
-        wait_for(lambda: len(acked) >= 500, timeout_s=30, interval_s=0.01)
-        cluster[old_leader - 1].kill()
-
-    killer = threading.Thread(target=kill_once_records_are_acked)
-    killer.start()
-    produce(cluster, "failover", values, acked, pace_every=10, **{"message.timeout.ms": 60000})
-    killer.join()
+    acked = produce_killing_the_leader(cluster, "failover", values, old_leader, kill_after=500)
     assert cluster[old_leader - 1].process.poll() is not None
     assert len(acked) > 500
     assert len(set(acked)) == len(values)  # the producer's retries got every record through

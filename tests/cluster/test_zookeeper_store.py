@@ -105,7 +105,8 @@ def test_broker_registration_is_ephemeral(open_store):
     first, observer = open_store(1), open_store(2)
     first.register_broker(BrokerInfo(1, "127.0.0.1", 9092))
     observer.register_broker(BrokerInfo(2, "127.0.0.1", 9093))
-    assert observer.brokers() == {1: BrokerInfo(1, "127.0.0.1", 9092), 2: BrokerInfo(2, "127.0.0.1", 9093)}
+    assert observer.brokers() == {1: BrokerInfo(1, "127.0.0.1", 9092, endpoints=(("PLAINTEXT", "127.0.0.1", 9092),)),
+                                  2: BrokerInfo(2, "127.0.0.1", 9093, endpoints=(("PLAINTEXT", "127.0.0.1", 9093),))}
     first.close()
     assert list(observer.brokers()) == [2]
 
@@ -122,7 +123,10 @@ def test_reads_a_registration_written_by_kafka(open_store, zk_client):
         "features": {}, "listener_security_protocol_map": {"CLIENT": "PLAINTEXT", "REPL": "SSL"},
         "endpoints": ["CLIENT://kafka-7:9092", "REPL://kafka-7:9093"], "jmx_port": 9999, "port": 9092,
         "host": "kafka-7", "version": 5, "timestamp": "1700000000000"}).encode(), ephemeral=True)
-    assert store.brokers() == {7: BrokerInfo(7, "kafka-7", 9092)}
+    assert store.brokers() == {7: BrokerInfo(7, "kafka-7", 9092, endpoints=(("CLIENT", "kafka-7", 9092),
+                                                                            ("REPL", "kafka-7", 9093)))}
+    assert store.brokers()[7].for_listener("REPL") == BrokerInfo(7, "kafka-7", 9093, endpoints=store.brokers()[7].endpoints)
+    assert store.brokers()[7].for_listener("PLAINTEXT") is None
 
 
 def test_watch_brokers_sees_joins_and_leaves(open_store):

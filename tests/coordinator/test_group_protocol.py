@@ -6,7 +6,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from logbroker.protocol.apis import ApiKey
 from raw import Raw
@@ -240,3 +240,18 @@ def test_group_and_members_come_back_after_a_restart(restartable_broker):
         assert heartbeat(raw, g, member.member_id, member.generation_id, "keep") == 0
         fetched = raw.request(ApiKey.OFFSET_FETCH, 1, group_id=g, topics=[{"name": "t", "partition_indexes": [0]}])
         assert (fetched.topics[0].partitions[0].committed_offset, fetched.topics[0].partitions[0].metadata) == (3, "m")
+
+
+def test_metadata_naming_the_offsets_topic_creates_it_as_the_coordinator_would(restartable_broker):
+    with Raw(restartable_broker.bootstrap) as raw:
+        first = raw.request(ApiKey.METADATA, 9, topics=[{"name": "__consumer_offsets"}],
+                            allow_auto_topic_creation=True, include_cluster_authorized_operations=False,
+                            include_topic_authorized_operations=False)
+        assert first.topics[0].error_code == 0
+        topic = first.topics[0]
+    assert topic.is_internal
+    assert len(topic.partitions) == 50  # offsets.topic.num.partitions, not num.partitions
+    admin = AdminClient({"bootstrap.servers": restartable_broker.bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "__consumer_offsets")
+    configs = admin.describe_configs([resource])[resource].result()
+    assert configs["cleanup.policy"].value == "compact"

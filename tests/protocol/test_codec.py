@@ -72,7 +72,7 @@ def test_unknown_api_key_is_an_error_with_its_correlation_id():
 
 def test_kafka_api_we_do_not_implement_is_unknown():
     with pytest.raises(UnknownApiKeyError):
-        decode_request(struct.pack(">hhih", ApiKey.DESCRIBE_ACLS, 1, 1, -1))
+        decode_request(struct.pack(">hhih", ApiKey.CREATE_DELEGATION_TOKEN, 1, 1, -1))
 
 
 @pytest.mark.parametrize("api_key, version", [(ApiKey.PRODUCE, 2), (ApiKey.PRODUCE, 12),

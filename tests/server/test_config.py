@@ -207,7 +207,7 @@ def test_unrelated_unknown_key_gets_a_warning_without_suggestion():
 
 
 @pytest.mark.parametrize("key", ["num.io.threads", "ssl.keystore.password", "process.roles",
-                                 "listener.name.internal.ssl.keystore.password", "super.users",
+                                 "listener.name.internal.ssl.keystore.password", "password.encoder.secret",
                                  "log.message.format.version", "num.replica.fetchers"])
 def test_kafka_keys_we_do_not_use_are_accepted_with_one_warning(key):
     cfg = KafkaConfig({key: "whatever, not even checked"}, log_warnings=False)

@@ -18,7 +18,10 @@ COMMANDS = {
     "status": ("logbroker.cli.status", "status"),
     "groups": ("logbroker.cli.groups", "groups"),
     "users": ("logbroker.cli.users", "users"),
+    "acls": ("logbroker.cli.acls", "acls"),
     "dev-cluster": ("logbroker.cli.dev_cluster", "dev_cluster"),
+    "leader-election": ("logbroker.cli.leader_election", "leader_election"),
+    "reassign-partitions": ("logbroker.cli.reassign_partitions", "reassign_partitions"),
 }
 
 

@@ -1,9 +1,11 @@
 """`logbroker users`: SCRAM credentials, like `kafka-configs --entity-type users`.
 
-Before the broker starts (writes the metadata store in the first log dir of the config, as
-Kafka's ZooKeeper-era `kafka-configs --zookeeper … --alter` wrote /config/users/<name>):
+Before the broker starts (writes the metadata store in the first log dir of the config — or, when
+the config sets zookeeper.connect, /config/users/<name> in ZooKeeper, as Kafka's ZooKeeper-era
+`kafka-configs --zookeeper … --alter` does):
 
     logbroker users --config server.properties --add-scram 'SCRAM-SHA-256=[name=admin,password=s3cret]'
+    logbroker users --zookeeper zk1:2181/kafka --add-scram 'SCRAM-SHA-256=[name=admin,password=s3cret]'
 
 Through a running broker (AlterUserScramCredentials / DescribeUserScramCredentials):
 
@@ -18,6 +20,7 @@ A mechanism's options are name (or --entity-name), password (for --add-scram) an
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -62,6 +65,8 @@ def parse_scram_spec(text: str, entity_name: str | None, *, need_password: bool)
               help="server.properties: change the store in its first log dir (broker not running).")
 @click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
               help="With --config: a config override, as for serve.")
+@click.option("--zookeeper", "zookeeper_connect", metavar="HOST:PORT[,…][/CHROOT]",
+              help="A cluster's ZooKeeper: change /config/users directly (brokers may be running).")
 @click.option("--bootstrap-server", "bootstrap_server", metavar="HOST:PORT[,…]",
               help="A running broker to change or describe credentials through.")
 @click.option("--command-config", type=click.Path(dir_okay=False),
@@ -73,18 +78,22 @@ def parse_scram_spec(text: str, entity_name: str | None, *, need_password: bool)
 @click.option("--delete-scram", "delete_scram", multiple=True, metavar="SPEC",
               help="MECHANISM=[name=…]; repeatable.")
 @click.option("--entity-name", help="The user, when SPEC has no name=.")
-def users(config_file, overrides, bootstrap_server, command_config, alter, describe, add_scram,
-          delete_scram, entity_name) -> None:
+def users(config_file, overrides, zookeeper_connect, bootstrap_server, command_config, alter, describe,
+          add_scram, delete_scram, entity_name) -> None:
     """Manage SCRAM users (kafka-configs --entity-type users)."""
     try:
         adds = [e for spec in add_scram for e in parse_scram_spec(spec, entity_name, need_password=True)]
         deletes = [e for spec in delete_scram for e in parse_scram_spec(spec, entity_name, need_password=False)]
     except click.BadParameter as exc:
         raise click.BadParameter(exc.message, param_hint="--add-scram/--delete-scram") from None
-    if (config_file is None) == (bootstrap_server is None):
-        fail("Give exactly one of --config (broker stopped) and --bootstrap-server (broker running).")
+    if [config_file, zookeeper_connect, bootstrap_server].count(None) != 2:
+        fail("Give exactly one of --config (broker stopped), --zookeeper (a cluster's ZooKeeper) and "
+             "--bootstrap-server (broker running).")
     if config_file is not None:
         _offline(config_file, overrides, adds, deletes, describe)
+    elif zookeeper_connect is not None:
+        with _zookeeper_store(zookeeper_connect) as store:
+            _change_store(store, adds, deletes, describe, where=f"ZooKeeper {zookeeper_connect}")
     elif describe:
         _describe(bootstrap_server, command_config, entity_name)
     elif alter or adds or deletes:
@@ -97,7 +106,6 @@ def users(config_file, overrides, bootstrap_server, command_config, alter, descr
 
 def _offline(config_file, overrides, adds, deletes, describe) -> None:
     from logbroker.metadata.local_store import LocalMetadataStore
-    from logbroker.security.scram import DEFAULT_ITERATIONS, MAX_ITERATIONS, MIN_ITERATIONS, ScramFormatter
     from logbroker.server.config import ConfigError, KafkaConfig
 
     try:
@@ -105,19 +113,55 @@ def _offline(config_file, overrides, adds, deletes, describe) -> None:
     except ConfigError as exc:
         fail(str(exc))
     if config.zookeeper_connect:
-        fail("This config uses ZooKeeper; change users of a cluster with --bootstrap-server.")
+        with _zookeeper_store(config.zookeeper_connect) as store:
+            _change_store(store, adds, deletes, describe, where=f"ZooKeeper {config.zookeeper_connect}")
+        return
     if not config.log_dirs:
         fail(f"{config_file} sets neither log.dirs nor log.dir.")
     log_dir = Path(config.log_dirs[0])
     log_dir.mkdir(parents=True, exist_ok=True)
     store = LocalMetadataStore(log_dir)
+    _change_store(store, adds, deletes, describe, where=str(store.path))
+
+
+@contextlib.contextmanager
+def _zookeeper_store(connect: str):
+    """The SCRAM users of the cluster whose `zookeeper.connect` is `connect`, loaded."""
+    from kazoo.client import KazooClient
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    from logbroker.metadata import zk_data
+    from logbroker.metadata.zk_users import USERS, ZkUserScramStore
+    from logbroker.metadata.zookeeper_store import ensure_chroot
+
+    client = KazooClient(hosts=connect)
+    try:
+        ensure_chroot(connect, timeout_s=15)
+        client.start(timeout=15)
+    except KazooTimeoutError:
+        fail(f"Cannot connect to ZooKeeper at {connect} within 15 s; check --zookeeper (or zookeeper.connect).")
+    try:
+        client.ensure_path(USERS)
+        client.ensure_path(zk_data.CONFIG_CHANGES)
+        store = ZkUserScramStore(client)
+        store.read_all()
+        yield store
+    finally:
+        client.stop()
+        client.close()
+
+
+def _change_store(store, adds, deletes, describe, *, where: str) -> None:
+    """Apply --add-scram/--delete-scram to a store (file or ZooKeeper), then --describe it."""
+    from logbroker.security.scram import DEFAULT_ITERATIONS, MAX_ITERATIONS, MIN_ITERATIONS, ScramFormatter
+
     for mechanism, user, options in adds:
         iterations = int(options.get("iterations", DEFAULT_ITERATIONS))
         if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
             fail(f"iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}.")
         store.set_scram_credential(user, mechanism, ScramFormatter(mechanism).credential(
             options["password"], iterations=iterations))
-        click.echo(f"Added {mechanism} credential for user {user} in {store.path}")
+        click.echo(f"Added {mechanism} credential for user {user} in {where}")
     for mechanism, user, _ in deletes:
         if store.scram_credential(user, mechanism) is None:
             fail(f"User {user} has no {mechanism} credential.")

@@ -4,6 +4,11 @@ Kafka's GroupCoordinator (the pre-KIP-848 one). A group lives in the `__consumer
 partition `partition_for(group_id)`; the leader of that partition is the group's coordinator, and
 every change that must survive a restart (offsets, and the group's generation, leader, members and
 assignment after each SyncGroup) is appended to that partition before the client hears of it.
+Leadership of those partitions moves between brokers in a cluster, and the coordinator follows it
+(Kafka's onElection / onResignation, through ReplicaManager's leadership listeners): a partition
+this broker comes to lead is replayed in a worker thread (COORDINATOR_LOAD_IN_PROGRESS until then),
+one it stops leading has its groups dropped and their parked requests answered NOT_COORDINATOR
+(coordinator/group_loader.py).
 
 Why futures and timers: JoinGroup and SyncGroup are long polls. A JoinGroup parks on its member's
 `join_future` until every known member has rejoined or the rebalance timeout (the largest of the
@@ -27,19 +32,14 @@ import uuid
 from collections.abc import Callable, Iterable
 
 from logbroker.clock import Clock
+from logbroker.coordinator.group_loader import GroupLoader
 from logbroker.coordinator.group_metadata import GroupMetadata, GroupState, MemberMetadata
-from logbroker.coordinator.offsets_log import COMMIT_TIMEOUT_MS, build_records, map_append_error, replay
+from logbroker.coordinator.offsets_log import COMMIT_TIMEOUT_MS, build_records, map_append_error
 from logbroker.coordinator.offsets_schema import (
     OFFSETS_TOPIC,
-    GroupMetadataKey,
     GroupMetadataRecord,
     MemberRecord,
     OffsetAndMetadata,
-    OffsetCommitKey,
-    UnknownSchemaError,
-    decode_group_metadata_value,
-    decode_key,
-    decode_offset_commit_value,
     encode_group_metadata_key,
     encode_group_metadata_value,
     encode_offset_commit_key,
@@ -61,6 +61,7 @@ from logbroker.errors import (
     NonEmptyGroupError,
     NotCoordinatorError,
     RebalanceInProgressError,
+    TopicAlreadyExistsError,
     UnknownMemberIdError,
 )
 from logbroker.types import TopicPartition
@@ -82,15 +83,18 @@ class MemberIdRequired(MemberIdRequiredError):
 
 class GroupCoordinator:
     def __init__(self, *, broker_id: int, config, replica_manager, store,
-                 create_topic: Callable[..., object], clock: Clock) -> None:
+                 create_topic: Callable[..., object], clock: Clock,
+                 live_brokers: Callable[[], int] | None = None) -> None:
+        """`live_brokers` counts the registered brokers of a cluster; None on a single node."""
         self.broker_id = broker_id
         self.config = config
         self.replica_manager = replica_manager
         self.store = store
         self._create_topic = create_topic
+        self._live_brokers = live_brokers
         self.clock = clock
         self.groups: dict[str, GroupMetadata] = {}
-        self.loading: set[int] = set()
+        self.loader = GroupLoader(install=self._install_groups, unload=self._unload_groups, clock=clock)
         self._background: set[asyncio.Task] = set()
         self._expiration_task: asyncio.Task | None = None
 
@@ -105,14 +109,27 @@ class GroupCoordinator:
         return partition_for(group_id, self.num_partitions)
 
     def ensure_offsets_topic(self) -> None:
-        """Create __consumer_offsets if it does not exist yet (on the first FindCoordinator)."""
+        """Create __consumer_offsets if it does not exist yet (on the first FindCoordinator).
+
+        In a cluster, as Kafka's ZooKeeper mode, with offsets.topic.replication.factor replicas,
+        refused with COORDINATOR_NOT_AVAILABLE while fewer brokers are alive. A single node uses
+        one replica, so the embedded default needs no configuration."""
         if self.store.topic(OFFSETS_TOPIC) is not None:
             return
-        live_brokers = 1
-        self._create_topic(OFFSETS_TOPIC, num_partitions=self.config.offsets_topic_num_partitions,
-                           replication_factor=min(self.config.offsets_topic_replication_factor, live_brokers),
-                           configs={"cleanup.policy": "compact", "compression.type": "producer",
-                                    "segment.bytes": str(self.config.offsets_topic_segment_bytes)})
+        replication_factor = self.config.offsets_topic_replication_factor
+        if self._live_brokers is None:
+            replication_factor = 1
+        elif (live := self._live_brokers()) < replication_factor:
+            raise CoordinatorNotAvailableError(
+                f"{live} broker(s) are alive, fewer than offsets.topic.replication.factor={replication_factor} "
+                f"needs to create {OFFSETS_TOPIC}; start more brokers or lower the setting")
+        try:
+            self._create_topic(OFFSETS_TOPIC, num_partitions=self.config.offsets_topic_num_partitions,
+                               replication_factor=replication_factor,
+                               configs={"cleanup.policy": "compact", "compression.type": "producer",
+                                        "segment.bytes": str(self.config.offsets_topic_segment_bytes)})
+        except TopicAlreadyExistsError:
+            pass  # another broker created it a moment ago; our metadata learns of it by its watch
 
     def coordinator_partition(self, group_id: str) -> TopicPartition:
         return TopicPartition(OFFSETS_TOPIC, self.partition_for(group_id))
@@ -126,9 +143,11 @@ class GroupCoordinator:
         tp = self.coordinator_partition(group_id)
         partition = self.replica_manager.partitions.get(tp)
         if partition is None or not partition.is_leader:
-            raise NotCoordinatorError(f"This broker does not lead {tp}")
-        if tp.partition in self.loading:
-            raise CoordinatorLoadInProgressError(f"{tp} is loading")
+            raise NotCoordinatorError(f"This broker does not lead {tp}, which holds group {group_id}")
+        if tp.partition in self.loader.partitions.loading:
+            raise CoordinatorLoadInProgressError(f"{tp} is loading; retry in a moment")
+        if tp.partition not in self.loader.partitions.owned:
+            raise NotCoordinatorError(f"This broker has not taken over {tp} yet, which holds group {group_id}")
 
     def _now(self) -> int:
         return self.clock.time_ms()
@@ -578,6 +597,11 @@ class GroupCoordinator:
         return results
 
     # -- listing, describing, deleting ----------------------------------------------------------
+    @property
+    def is_loading(self) -> bool:
+        """True while any __consumer_offsets partition this broker leads is being loaded."""
+        return bool(self.loader.partitions.loading)
+
     def owned_groups(self) -> list[GroupMetadata]:
         return [g for g in self.groups.values() if not g.is_(DEAD)]
 
@@ -646,65 +670,41 @@ class GroupCoordinator:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    # -- startup and shutdown -------------------------------------------------------------------
+    # -- following the leadership of __consumer_offsets (onElection / onResignation) -----------
     def load(self) -> None:
-        """Load every __consumer_offsets partition this broker leads (blocks on disk; call once,
-        on the event loop, after leaders are elected and before the listeners open), and start
-        the offset expiration task."""
+        """Load every __consumer_offsets partition this broker leads now (blocks on disk; call
+        once, on the event loop, after leaders are elected and before the listeners open), follow
+        later leadership changes (group_loader.GroupLoader), and start the offset expiration task."""
+        self.replica_manager.leadership_listeners.append(self.loader.on_leadership_change)
         self.start_offset_expiration()
-        info = self.store.topic(OFFSETS_TOPIC)
-        if info is None:
-            return
-        for partition_index in range(info.num_partitions):
-            partition = self.replica_manager.partitions.get(TopicPartition(OFFSETS_TOPIC, partition_index))
-            if partition is not None and partition.is_leader:
-                self._load_partition(partition_index, partition.log)
+        for tp, partition in list(self.replica_manager.partitions.items()):
+            if tp.topic == OFFSETS_TOPIC and partition.is_leader:
+                self.loader.load_now(partition)
 
-    def _load_partition(self, partition_index: int, log_) -> None:
-        offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        groups: dict[str, GroupMetadataRecord | None] = {}
-        for key_bytes, value in replay(log_):
-            try:
-                key = decode_key(key_bytes)
-                if isinstance(key, OffsetCommitKey):
-                    tp = TopicPartition(key.topic, key.partition)
-                    group_offsets = offsets.setdefault(key.group, {})
-                    if value is None:
-                        group_offsets.pop(tp, None)
-                    else:
-                        group_offsets[tp] = decode_offset_commit_value(value)
-                elif isinstance(key, GroupMetadataKey):
-                    groups[key.group] = None if value is None else decode_group_metadata_value(value)
-            except (UnknownSchemaError, ValueError, IndexError) as exc:
-                log.warning("Skipping an unreadable record of %s-%d: %s", OFFSETS_TOPIC, partition_index, exc)
-        loaded = 0
-        for group_id in set(offsets) | set(groups):
-            record = groups.get(group_id)
-            group_offsets = offsets.get(group_id, {})
-            if record is None and not group_offsets:
-                continue
-            group = self._restore_group(group_id, record)
-            group.offsets = group_offsets
+    def _install_groups(self, groups: dict[str, GroupMetadata]) -> None:
+        for group_id, group in groups.items():
             self.groups[group_id] = group
-            loaded += 1
-        log.info("Finished loading %d group(s) from %s-%d", loaded, OFFSETS_TOPIC, partition_index)
+            for member in group.members.values():
+                self._schedule_heartbeat(group, member)
 
-    def _restore_group(self, group_id: str, record: GroupMetadataRecord | None) -> GroupMetadata:
-        if record is None:
-            return GroupMetadata(group_id, current_state_timestamp_ms=self._now())
-        group = GroupMetadata(group_id, generation_id=record.generation, protocol_type=record.protocol_type or None,
-                              protocol_name=record.protocol, current_state_timestamp_ms=record.current_state_timestamp_ms)
-        for m in record.members:
-            member = MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                    m.rebalance_timeout_ms, m.session_timeout_ms, record.protocol_type,
-                                    [(record.protocol or "", m.subscription)], assignment=m.assignment)
-            group.add(member)
-            self._schedule_heartbeat(group, member)
-        group.leader_id = record.leader if record.leader in group.members else next(iter(group.members), None)
-        # Members come back as they were; those that do not heartbeat within their session
-        # timeout are removed and the group rebalances, as on Kafka.
-        group.state = STABLE if group.members else EMPTY
-        return group
+    def _unload_groups(self, partition_index: int) -> int:
+        """Drop the groups of a partition this broker no longer leads: timers cancelled, parked
+        JoinGroup and SyncGroup answered NOT_COORDINATOR (the clients find the new coordinator).
+        Returns how many."""
+        now_ms = self._now()
+        unloaded = [g for g in self.groups.values() if self.partition_for(g.group_id) == partition_index]
+        for group in unloaded:
+            error = NotCoordinatorError(f"This broker no longer coordinates group {group.group_id}")
+            self._cancel_join_timer(group)
+            for member in group.members.values():
+                self._cancel_heartbeat(member)
+                for fut in (member.join_future, member.sync_future):
+                    if fut is not None and not fut.done():
+                        fut.set_exception(error)
+                member.join_future = member.sync_future = None
+            group.transition_to(DEAD, now_ms)
+            del self.groups[group.group_id]
+        return len(unloaded)
 
     def start_offset_expiration(self) -> None:
         """Look for expired offsets every offsets.retention.check.interval.ms (Kafka's

@@ -1,14 +1,18 @@
 """Reading and writing `__consumer_offsets`: the group coordinator's durable state.
 
-Writes go through ReplicaManager.append_records with acks=-1, like a producer's, so a commit is
-answered only once it is in the log and (in a cluster) on every in-sync replica. Errors are mapped
-as Kafka's GroupMetadataManager maps them, so clients retry what is retriable: a partition that
-is not here or not writable is COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR; an oversized batch is
-INVALID_COMMIT_OFFSET_SIZE for offsets.
+Writes go through ReplicaManager.append_records with acks=-1 (Kafka's offsets.commit.required.acks
+default) and Kafka's offsets.commit.timeout.ms, like a producer's, so a commit is answered only
+once it is in the log and on every in-sync replica (in a cluster: once the high watermark passes
+it). Errors are mapped as Kafka's GroupMetadataManager maps them, so clients retry what is
+retriable: a partition that is not here or lacks replicas is COORDINATOR_NOT_AVAILABLE, one this
+broker no longer leads NOT_COORDINATOR; an oversized batch is INVALID_COMMIT_OFFSET_SIZE for
+offsets; a timeout stays REQUEST_TIMED_OUT for offsets and is REBALANCE_IN_PROGRESS for group
+metadata (the members rejoin and the leader's assignment is stored again).
 
-Loading (`replay`) walks a partition's log from its start to the high watermark, record by
+Loading (`replay`) walks a partition's log from its start to a given end (the log end offset: a
+new leader's log is the truth, including what its followers have not yet copied), record by
 record, and yields each (key, value) in offset order — later records of a key win, a null value
-deletes. It blocks on disk and runs once per partition at startup, before the listeners open.
+deletes. It blocks on disk and may run in a worker thread (Log reads take the log's lock).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from logbroker.errors import (
     InvalidCommitOffsetSizeError,
     KafkaError,
     NotCoordinatorError,
+    RebalanceInProgressError,
     UnknownServerError,
 )
 from logbroker.records.builder import build_batch
@@ -30,20 +35,25 @@ from logbroker.storage.log import Log
 COMMIT_TIMEOUT_MS = 5000  # Kafka's offsets.commit.timeout.ms
 LOAD_BUFFER_BYTES = 5 * 1024 * 1024  # Kafka's offsets.load.buffer.size
 
-_UNAVAILABLE = {"UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-                "REQUEST_TIMED_OUT"}
+_UNAVAILABLE = {"UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND"}
 _NOT_COORDINATOR = {"NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR"}
 _TOO_LARGE = {"MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_FETCH_SIZE"}
 
 
 def map_append_error(error: KafkaError, *, for_offsets: bool) -> KafkaError:
+    """The error a client gets for a failed append of offsets (`for_offsets`) or group metadata."""
+    what = "offsets" if for_offsets else "group metadata"
     if error.name in _UNAVAILABLE:
-        return CoordinatorNotAvailableError(f"__consumer_offsets append failed: {error.name}")
+        return CoordinatorNotAvailableError(f"Storing {what} in __consumer_offsets failed with {error.name}; retry")
     if error.name in _NOT_COORDINATOR:
-        return NotCoordinatorError(f"__consumer_offsets append failed: {error.name}")
-    if for_offsets and error.name in _TOO_LARGE:
-        return InvalidCommitOffsetSizeError(f"__consumer_offsets append failed: {error.name}")
-    return UnknownServerError(f"__consumer_offsets append failed: {error.name}: {error}")
+        return NotCoordinatorError(f"Storing {what} failed with {error.name}: find the coordinator again")
+    if error.name in _TOO_LARGE:
+        if for_offsets:
+            return InvalidCommitOffsetSizeError(f"Storing offsets failed with {error.name}: commit fewer at once")
+        return UnknownServerError(f"Storing group metadata failed with {error.name}")
+    if error.name == "REQUEST_TIMED_OUT" and not for_offsets:
+        return RebalanceInProgressError(f"Storing group metadata timed out: {error}")
+    return error
 
 
 def build_records(entries: list[tuple[bytes, bytes | None]], now_ms: int) -> bytearray:
@@ -51,13 +61,12 @@ def build_records(entries: list[tuple[bytes, bytes | None]], now_ms: int) -> byt
     return bytearray(build_batch([(key, value, (), now_ms) for key, value in entries], now_ms=now_ms))
 
 
-def replay(log: Log) -> Iterator[tuple[bytes, bytes | None]]:
-    """Every (key, value) of the committed part of `log`, in offset order. Control batches and
+def replay(log: Log, end_offset: int) -> Iterator[tuple[bytes, bytes | None]]:
+    """Every (key, value) of `log` below `end_offset`, in offset order. Control batches and
     keyless records (never written by a coordinator) are skipped."""
     offset = log.log_start_offset
-    end = log.high_watermark
-    while offset < end:
-        info = log.read(offset, max_bytes=LOAD_BUFFER_BYTES, max_offset=end, min_one_message=True)
+    while offset < end_offset:
+        info = log.read(offset, max_bytes=LOAD_BUFFER_BYTES, max_offset=end_offset, min_one_message=True)
         region = info.region
         if region is None:
             return
@@ -71,5 +80,5 @@ def replay(log: Log) -> Iterator[tuple[bytes, bytes | None]]:
                 if record.offset >= offset and record.key is not None:
                     yield record.key, record.value
         if next_offset <= offset:
-            return  # nothing whole came back: a torn tail below the high watermark cannot happen
+            return  # nothing whole came back: a torn tail below the log end cannot happen
         offset = next_offset

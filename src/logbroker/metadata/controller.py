@@ -131,3 +131,23 @@ class Controller:
             unknown = [r for r in replicas if r not in self.live_brokers]
             if unknown:
                 raise InvalidReplicaAssignmentError(f"Unknown broker(s) in replica assignment: {unknown}")
+
+
+def controlled_shutdown_state(state: PartitionState, replicas: tuple[int, ...], *, leaving: int,
+                              live: set[int]) -> PartitionState | None:
+    """The new state of a partition hosted on broker `leaving`, which is shutting down in a
+    controlled way (Kafka's KafkaController.doControlledShutdown), or None to leave it as it is.
+
+    Led by `leaving`: the first replica of the assignment that is live, in the ISR and not
+    leaving becomes leader, and the ISR loses `leaving` (ControlledShutdownPartitionLeader-
+    ElectionStrategy); with no such replica it stays the leader, to be reported as remaining.
+    Followed by `leaving` while in the ISR: the ISR loses it, unless it is the last member
+    (removeReplicasFromIsr). Either way the leader epoch is bumped, so every replica acts on it.
+    """
+    isr = tuple(r for r in state.isr if r != leaving)
+    if state.leader == leaving:
+        leader = next((r for r in replicas if r in isr and r in live), None)
+        return None if leader is None else PartitionState(leader, state.leader_epoch + 1, isr)
+    if isr != state.isr and isr:
+        return PartitionState(state.leader, state.leader_epoch + 1, isr)
+    return None

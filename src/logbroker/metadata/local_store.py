@@ -3,7 +3,8 @@
 The embedded default keeps what a cluster keeps in ZooKeeper — the cluster id, topics with their
 ids, assignments and config overrides, partition states, the producer-id block, SCRAM credentials
 (under "users", each user's map as Kafka keeps it in /config/users/<name>:
-`{"SCRAM-SHA-256": "salt=…,stored_key=…,server_key=…,iterations=4096"}`) — in
+`{"SCRAM-SHA-256": "salt=…,stored_key=…,server_key=…,iterations=4096"}`), ACLs (under "acls",
+one entry per resource pattern with its entries in the JSON of Kafka's /kafka-acl znodes) — in
 `<log.dir>/logbroker-metadata.json`. Every change rewrites the file atomically (write a temp file,
 fsync, rename), so after a crash the file is either the old or the new version, never a mix.
 Blocking file I/O; changes are rare (topic admin), so callers may run it on the event loop.
@@ -17,6 +18,8 @@ import uuid
 from pathlib import Path
 
 from logbroker.errors import KafkaStorageError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from logbroker.metadata.acl_json import decode_acls, encode_acls, pattern_from_key, pattern_key
+from logbroker.security.acl import ResourcePattern
 from logbroker.security.scram import ScramCredential
 from logbroker.metadata.model import PartitionState, TopicInfo, topic_id_from_str, topic_id_to_str
 from logbroker.types import TopicPartition
@@ -34,6 +37,7 @@ class LocalMetadataStore:
         self._states: dict[TopicPartition, PartitionState] = {}
         self._next_producer_id = 0
         self._users: dict[str, dict[str, str]] = {}
+        self._acls: dict[ResourcePattern, frozenset] = {}
         self.cluster_id = ""
         if self.path.exists():
             self._load()
@@ -118,6 +122,23 @@ class LocalMetadataStore:
                 del self._users[user]
             self._save()
 
+    # -- ACLs -----------------------------------------------------------------------------------
+    def load_acls(self) -> dict[ResourcePattern, frozenset]:
+        return dict(self._acls)
+
+    def update_acls(self, changes) -> dict[ResourcePattern, frozenset]:
+        """The AclStore write, one file rewrite for all `changes` (pattern → change of its
+        entries); one process owns this file, so no version check is needed."""
+        written = {}
+        for pattern, change in changes.items():
+            entries = written[pattern] = frozenset(change(self._acls.get(pattern, frozenset())))
+            if entries:
+                self._acls[pattern] = entries
+            else:
+                self._acls.pop(pattern, None)
+        self._save()
+        return written
+
     # -- persistence --------------------------------------------------------------------------
     def _require(self, name: str) -> TopicInfo:
         info = self._topics.get(name)
@@ -131,6 +152,8 @@ class LocalMetadataStore:
             self.cluster_id = data["cluster_id"]
             self._next_producer_id = data["next_producer_id"]
             self._users = {user: dict(m) for user, m in data.get("users", {}).items()}
+            self._acls = {pattern_from_key(key): decode_acls(acls)
+                          for key, acls in data.get("acls", {}).items()}
             for name, t in data["topics"].items():
                 info = TopicInfo(name, topic_id_from_str(t["topic_id"]),
                                  {int(p): tuple(r) for p, r in t["partitions"].items()}, dict(t["configs"]))
@@ -159,6 +182,7 @@ class LocalMetadataStore:
                                                "isr": list(s.isr), "controller_epoch": s.controller_epoch}
                 for tp, s in sorted(self._states.items())},
             "users": {user: dict(sorted(m.items())) for user, m in sorted(self._users.items())},
+            "acls": {pattern_key(p): encode_acls(e) for p, e in sorted(self._acls.items())},
         }
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w") as f:

@@ -31,10 +31,25 @@ def topic_id_from_str(text: str) -> uuid.UUID:
 
 @dataclass(frozen=True, slots=True)
 class BrokerInfo:
+    """A live broker. `host`/`port` are its default address (the PLAINTEXT endpoint's, else the
+    first); `endpoints` are all its advertised listeners as (listener name, host, port), empty
+    for a registration older than endpoints."""
+
     broker_id: int
     host: str
     port: int
     rack: str | None = None
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+
+    def for_listener(self, listener_name: str) -> BrokerInfo | None:
+        """This broker at its `listener_name` endpoint; None when it has no such listener (a
+        registration without endpoints answers its default address for any listener)."""
+        if not self.endpoints:
+            return self
+        for name, host, port in self.endpoints:
+            if name == listener_name:
+                return BrokerInfo(self.broker_id, host, port, self.rack, self.endpoints)
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,10 @@ write and we read what they write, so every layout and field here is Kafka's:
                                                    "listener_security_protocol_map":{…},"rack":…}
     /brokers/topics/<topic>                       {"version":3,"topic_id":"…","partitions":{"0":[1,2]},
                                                    "adding_replicas":{},"removing_replicas":{}}
+                                                  (during a reassignment of partition 0 from [1] to
+                                                   [2,3]: "partitions":{"0":[2,3,1]},
+                                                   "adding_replicas":{"0":[2,3]},
+                                                   "removing_replicas":{"0":[1]})
     /brokers/topics/<topic>/partitions/<p>/state  {"version":1,"leader":1,"leader_epoch":0,
                                                    "controller_epoch":1,"isr":[1,2]}
     /config/topics/<topic>                        {"version":1,"config":{"retention.ms":"1000"}}
@@ -154,13 +158,14 @@ def encode_broker(info: BrokerInfo, *, timestamp_ms: int, endpoints: list[str] |
 
 def decode_broker(broker_id: int, data: bytes) -> BrokerInfo:
     """A registration of any version ≥ 1; host and port are the PLAINTEXT ones if there is a
-    PLAINTEXT endpoint, else the first endpoint's."""
+    PLAINTEXT endpoint, else the first endpoint's; every endpoint is kept, by listener name."""
     value = _load(data)
+    endpoints = tuple((_listener(e), *_host_port(e)) for e in value.get("endpoints") or ())
     if value.get("host") is not None and value.get("port", -1) >= 0:
         host, port = value["host"], int(value["port"])
     else:
-        host, port = _host_port(value["endpoints"][0])
-    return BrokerInfo(broker_id, host, port, value.get("rack"))
+        host, port = endpoints[0][1:]
+    return BrokerInfo(broker_id, host, port, value.get("rack"), endpoints)
 
 
 def _listener(endpoint: str) -> str:
@@ -174,14 +179,42 @@ def _host_port(endpoint: str) -> tuple[str, int]:
 
 
 # -- /brokers/topics/<topic> ---------------------------------------------------------------------
-def encode_topic(topic_id: uuid.UUID, assignment: dict[int, tuple[int, ...]]) -> bytes:
+def encode_topic(topic_id: uuid.UUID, assignment: dict[int, tuple[int, ...]], *,
+                 adding: dict[int, tuple[int, ...]] | None = None,
+                 removing: dict[int, tuple[int, ...]] | None = None) -> bytes:
+    """`adding`/`removing`: the replicas an ongoing reassignment adds and removes, per partition;
+    as Kafka's TopicZNode, a partition appears in each only with a non-empty list."""
     return _dump({
         "version": 3,
         "topic_id": topic_id_to_str(topic_id),
         "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
-        "adding_replicas": {},
-        "removing_replicas": {},
+        "adding_replicas": {str(p): list(r) for p, r in sorted((adding or {}).items()) if r},
+        "removing_replicas": {str(p): list(r) for p, r in sorted((removing or {}).items()) if r},
     })
+
+
+@dataclass(frozen=True, slots=True)
+class TopicReassignment:
+    """A topic znode as a reassignment reads it: every partition's full replica set (original
+    and target during a reassignment), the replicas being added and removed for the partitions
+    under reassignment, and the znode version a conditional write must name."""
+
+    name: str
+    topic_id: uuid.UUID | None
+    assignment: dict[int, tuple[int, ...]]
+    adding: dict[int, tuple[int, ...]]
+    removing: dict[int, tuple[int, ...]]
+    zk_version: int
+
+
+def decode_topic_reassignment(name: str, data: bytes, zk_version: int) -> TopicReassignment:
+    value = _load(data) or {}
+    topic_id, assignment = decode_topic(data)
+
+    def partitions(key: str) -> dict[int, tuple[int, ...]]:
+        return {int(p): tuple(r) for p, r in (value.get(key) or {}).items() if r}
+    return TopicReassignment(name, topic_id, assignment, partitions("adding_replicas"),
+                             partitions("removing_replicas"), zk_version)
 
 
 def decode_topic(data: bytes) -> tuple[uuid.UUID | None, dict[int, tuple[int, ...]]]:

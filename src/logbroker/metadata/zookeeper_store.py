@@ -16,7 +16,8 @@ itself, so every fenced write is conditional:
   deposed controller gets `ControllerMovedError` and stops acting as controller.
 - The partition leader alone changes the ISR, by `update_isr`: a setData conditional on the state
   znode's version it last read. `StaleStateError` means the leader (or controller) wrote since:
-  re-read the state, and act only if still leader in a newer epoch.
+  re-read the state, and act only if still leader in a newer epoch. The same multi checks that
+  each broker joining the ISR is registered (`IneligibleReplicaError` if not).
 - Producer-id blocks are claimed by a setData conditional on `/latest_producer_id_block`'s version,
   retried on conflict, so no two brokers ever hold overlapping blocks.
 - Any broker may create a topic or change its configs (Kafka's AdminZkClient does the same): the
@@ -57,9 +58,11 @@ from kazoo.retry import KazooRetry
 from logbroker.clock import Clock, SystemClock
 from logbroker.errors import (
     DuplicateBrokerRegistrationError,
+    IneligibleReplicaError,
     KafkaError,
     NotControllerError,
     NotLeaderOrFollowerError,
+    ReassignmentInProgressError,
     RequestTimedOutError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
@@ -86,10 +89,13 @@ class ZooKeeperUnavailableError(RequestTimedOutError):
 
 @dataclass(frozen=True, slots=True)
 class VersionedPartitionState:
-    """A partition state with its znode version, the version a conditional write must name."""
+    """A partition state with its znode version, the version a conditional write must name, and
+    the zxid of its last write (mzxid): compared with a broker's epoch (its registration's czxid),
+    it tells whether the state was decided before or after that broker last (re)started."""
 
     state: PartitionState
     zk_version: int
+    modified_zxid: int = -1
 
 
 class Watch:
@@ -119,6 +125,8 @@ class ZooKeeperMetadataStore:
         self._controller_epoch: int | None = None
         self._controller_epoch_zk_version = -1
         self._registration: tuple[BrokerInfo, dict] | None = None
+        # This broker's epoch: the czxid of its registration in the current session (-1 before).
+        self.registered_broker_epoch = -1
         self._session_lost = False
         self._client.add_listener(self._on_connection_state)
 
@@ -145,6 +153,11 @@ class ZooKeeperMetadataStore:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo session, for modules that keep their own znodes (zk_acls)."""
+        return self._client
 
     @property
     def session_id(self) -> int:
@@ -204,6 +217,7 @@ class ZooKeeperMetadataStore:
                 raise DuplicateBrokerRegistrationError(
                     f"Broker id {info.broker_id} is already registered by another ZooKeeper session "
                     f"(0x{stat.ephemeralOwner:x}); is another broker running with broker.id={info.broker_id}?")
+            self.registered_broker_epoch = stat.czxid
             return stat.czxid
 
     def brokers(self) -> dict[int, BrokerInfo]:
@@ -218,6 +232,21 @@ class ZooKeeperMetadataStore:
                 except NoNodeError:
                     pass  # went away between the listing and the read
             return brokers
+
+    def broker_epoch(self, broker_id: int) -> int | None:
+        """A live broker's epoch (its registration znode's czxid, as Kafka); None if not registered."""
+        with self._errors():
+            stat = self._client.exists(zk.broker_path(broker_id))
+            return stat.czxid if stat is not None else None
+
+    def broker_epochs(self) -> dict[int, int]:
+        """Every registered broker's epoch: the czxid of its /brokers/ids/<id>, which grows each
+        time the broker registers again (a restart, a new session)."""
+        with self._errors():
+            ids = sorted(int(c) for c in self._client.get_children(zk.BROKER_IDS))
+            pending = {i: self._client.exists_async(zk.broker_path(i)) for i in ids}
+            stats = {broker_id: result.get() for broker_id, result in pending.items()}
+            return {broker_id: stat.czxid for broker_id, stat in stats.items() if stat is not None}
 
     # -- controller ---------------------------------------------------------------------------
     @property
@@ -363,13 +392,17 @@ class ZooKeeperMetadataStore:
                 raise TopicAlreadyExistsError(f"Topic '{info.name}' already exists.")
             _raise_first(results)
 
+    def _topic_znode(self, name: str):
+        """(data, stat) of `/brokers/topics/<topic>`; UnknownTopicOrPartitionError if absent."""
+        try:
+            return self._client.get(zk.topic_path(name))
+        except NoNodeError:
+            raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.") from None
+
     def set_assignment(self, name: str, assignment: dict[int, tuple[int, ...]]) -> None:
         """Replace a topic's replica assignment (partition addition, reassignment); controller only."""
         with self._errors():
-            try:
-                data, stat = self._client.get(zk.topic_path(name))
-            except NoNodeError:
-                raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.") from None
+            data, stat = self._topic_znode(name)
             topic_id, _ = zk.decode_topic(data)
             txn = self._controller_txn()
             txn.set_data(zk.topic_path(name), zk.encode_topic(topic_id or new_topic_id(), assignment),
@@ -395,6 +428,52 @@ class ZooKeeperMetadataStore:
                 self._client.create(zk.config_path("topics", name), zk.encode_config({}))
                 return self.set_topic_configs(name, configs)
             _raise_first(results)
+
+    def add_partitions(self, name: str, added: dict[int, tuple[int, ...]], *, current_count: int) -> None:
+        """Any broker's write of new partitions into `/brokers/topics/<topic>` (Kafka's
+        AdminZkClient.addPartitions): a setData conditional on the version read, made only while
+        the topic still has `current_count` partitions. The controller's watch on the topic gives
+        them states. Raises StaleStateError when the topic changed meanwhile."""
+        with self._errors():
+            data, stat = self._topic_znode(name)
+            topic = zk.decode_topic_reassignment(name, data, stat.version)
+            topic_id, assignment = topic.topic_id, topic.assignment
+            if topic.adding or topic.removing:
+                raise ReassignmentInProgressError(
+                    f"Topic '{name}' has a partition reassignment in progress; add partitions once "
+                    f"it completes (logbroker reassign-partitions --verify).")
+            if len(assignment) != current_count:
+                raise StaleStateError(f"Topic '{name}' has {len(assignment)} partitions now, not "
+                                      f"{current_count}; describe it again and retry.")
+            try:
+                self._client.set(zk.topic_path(name),
+                                 zk.encode_topic(topic_id or new_topic_id(), {**assignment, **added}),
+                                 version=stat.version)
+            except BadVersionError:
+                raise StaleStateError(f"Topic '{name}' changed while partitions were being added; "
+                                      "retry.") from None
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        """A topic's config overrides (`/config/topics/<topic>`; {} if it has none)."""
+        with self._errors():
+            try:
+                return zk.decode_config(self._client.get(zk.config_path("topics", name))[0])
+            except NoNodeError:
+                return {}
+
+    def config_change(self, name: str) -> tuple[bytes, int] | None:
+        """The data and creation time (ms) of `/config/changes/<name>`; None once it is purged."""
+        with self._errors():
+            try:
+                data, stat = self._client.get(f"{zk.CONFIG_CHANGES}/{name}")
+            except NoNodeError:
+                return None
+            return data, stat.ctime
+
+    def delete_config_change(self, name: str) -> None:
+        """Purge an expired config change notification (any broker may; Kafka's brokers do)."""
+        with self._errors(), contextlib.suppress(NoNodeError):
+            self._client.delete(f"{zk.CONFIG_CHANGES}/{name}")
 
     def request_topic_deletion(self, name: str) -> None:
         """Mark a topic for deletion (`/admin/delete_topics/<topic>`); the controller deletes it."""
@@ -451,7 +530,7 @@ class ZooKeeperMetadataStore:
                 data, stat = self._client.get(zk.partition_state_path(tp))
             except NoNodeError:
                 return None
-            return VersionedPartitionState(zk.decode_partition_state(data), stat.version)
+            return VersionedPartitionState(zk.decode_partition_state(data), stat.version, stat.mzxid)
 
     def set_partition_states(self, states: dict[TopicPartition, PartitionState], *,
                              expected_versions: dict[TopicPartition, int] | None = None
@@ -489,19 +568,63 @@ class ZooKeeperMetadataStore:
             return {tp: 0 if isinstance(result, str) else result.version
                     for tp, result in zip(ops, results[1:]) if tp is not None}
 
-    def update_isr(self, tp: TopicPartition, state: PartitionState, *, expected_version: int) -> int:
-        """The partition leader's ISR change: a setData conditional on the state znode's version.
-        Returns the new version; raises StaleStateError when the znode moved on (re-read it)."""
+    def update_isr(self, tp: TopicPartition, state: PartitionState, *, expected_version: int,
+                   joining: tuple[int, ...] = ()) -> int:
+        """The partition leader's ISR change: a setData conditional on the state znode's version,
+        in one multi with a check that each broker in `joining` is registered — only a live
+        broker joins the ISR (Kafka's INELIGIBLE_REPLICA): a dead one added after the controller
+        dropped it would hold the high watermark until replica.lag.time.max.ms. Returns the new
+        version; raises StaleStateError when the znode moved on (re-read it)."""
+        with self._errors():
+            txn = self._client.transaction()
+            for broker_id in joining:
+                txn.check(zk.broker_path(broker_id), -1)  # -1: any version, but it must exist
+            txn.set_data(zk.partition_state_path(tp), zk.encode_partition_state(state),
+                         version=expected_version)
+            results = txn.commit()
+            gone = [b for b, result in zip(joining, results) if isinstance(result, NoNodeError)]
+            if gone:
+                raise IneligibleReplicaError(
+                    f"Broker(s) {gone} are not registered, so they cannot join the ISR of {tp}.")
+            if isinstance(results[-1], BadVersionError):
+                raise StaleStateError(f"The state of {tp} is no longer at version {expected_version}.")
+            if isinstance(results[-1], NoNodeError):
+                raise UnknownTopicOrPartitionError(f"Partition {tp} does not exist.")
+            _raise_first(results)
+            return results[-1].version
+
+    # -- partition reassignment (server/partition_reassignment.py drives it) --------------------
+    def topic_reassignment(self, name: str) -> zk.TopicReassignment | None:
+        """A topic's assignment with its ongoing reassignments (None if the topic is gone)."""
         with self._errors():
             try:
-                stat = self._client.set(zk.partition_state_path(tp), zk.encode_partition_state(state),
-                                        version=expected_version)
-            except BadVersionError:
-                raise StaleStateError(
-                    f"The state of {tp} is no longer at version {expected_version}.") from None
+                data, stat = self._client.get(zk.topic_path(name))
             except NoNodeError:
-                raise UnknownTopicOrPartitionError(f"Partition {tp} does not exist.") from None
-            return stat.version
+                return None
+            return zk.decode_topic_reassignment(name, data, stat.version)
+
+    def write_reassignment(self, reassignment: zk.TopicReassignment,
+                           states: dict[TopicPartition, PartitionState], *,
+                           expected_versions: dict[TopicPartition, int]) -> None:
+        """A reassignment step of the controller: the topic znode (assignment, adding and removing
+        replicas) and the partitions' new states, in one fenced multi conditional on the topic
+        version and the state versions they were decided on; StaleStateError when one moved."""
+        with self._errors():
+            epoch = self._controller_epoch
+            txn = self._controller_txn()
+            txn.set_data(zk.topic_path(reassignment.name),
+                         zk.encode_topic(reassignment.topic_id or new_topic_id(), reassignment.assignment,
+                                         adding=reassignment.adding, removing=reassignment.removing),
+                         version=reassignment.zk_version)
+            for tp, state in sorted(states.items()):
+                txn.set_data(zk.partition_state_path(tp),
+                             zk.encode_partition_state(dataclasses.replace(state, controller_epoch=epoch)),
+                             version=expected_versions[tp])
+            results = self._commit(txn, fenced=True)
+            if any(isinstance(r, (BadVersionError, NoNodeError)) for r in results[1:]):
+                raise StaleStateError(f"Topic '{reassignment.name}' or a partition state changed "
+                                      "while its reassignment was being written.")
+            _raise_first(results)
 
     # -- producer ids -------------------------------------------------------------------------
     def claim_producer_id_block(self, size: int) -> int:
@@ -534,11 +657,20 @@ class ZooKeeperMetadataStore:
     def watch_topic_deletions(self, callback: Callable[[list[str]], None]) -> Watch:
         return self._children_watch(zk.DELETE_TOPICS, lambda c: callback(sorted(c)))
 
+    def watch_topic(self, name: str, callback: Callable[[bool], None]) -> Watch:
+        """`callback(exists)` whenever `/brokers/topics/<topic>` is written (partitions added)."""
+        return self._data_watch(zk.topic_path(name), lambda data, stat: stat is not None, callback)
+
+    def watch_config_changes(self, callback: Callable[[list[str]], None]) -> Watch:
+        """`callback(names)` with every notification under `/config/changes`, oldest first."""
+        return self._children_watch(zk.CONFIG_CHANGES, lambda c: callback(sorted(c)))
+
     def watch_partition_state(self, tp: TopicPartition,
                               callback: Callable[[VersionedPartitionState | None], None]) -> Watch:
         """`callback(None)` while the state znode does not exist (not yet created, or deleted)."""
         def decode(data, stat):
-            return None if stat is None else VersionedPartitionState(zk.decode_partition_state(data), stat.version)
+            return None if stat is None else VersionedPartitionState(zk.decode_partition_state(data),
+                                                                     stat.version, stat.mzxid)
         return self._data_watch(zk.partition_state_path(tp), decode, callback)
 
     def watch_controller(self, callback: Callable[[int | None], None]) -> Watch:

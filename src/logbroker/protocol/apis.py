@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
 
+from logbroker.protocol import controlled_shutdown  # registers ControlledShutdown's classes in kio
 from logbroker.protocol.errors import UnknownApiKeyError
 
 
@@ -30,6 +31,7 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    CONTROLLED_SHUTDOWN = 7
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
@@ -147,6 +149,14 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 2, 2),
     ApiSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, 0),
     ApiSpec(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, 0),
+    ApiSpec(ApiKey.DESCRIBE_ACLS, 1, 3, 2),  # v0 (no pattern types) is gone from kio
+    ApiSpec(ApiKey.CREATE_ACLS, 1, 3, 2),
+    ApiSpec(ApiKey.DELETE_ACLS, 1, 3, 2),
+    ApiSpec(ApiKey.ELECT_LEADERS, 0, 2, 2),
+    ApiSpec(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, 0),
+    ApiSpec(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, 0),
+    ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, controlled_shutdown.MIN_VERSION, controlled_shutdown.MAX_VERSION,
+            controlled_shutdown.FLEXIBLE_FROM),  # inter-broker, ZooKeeper mode; not in kio (Kafka 4)
 )
 
 # ApiVersions' own flexible-from, which header parsing needs even for versions above our maximum.

@@ -7,7 +7,8 @@ watermark, which could drop records the new leader still has (and that are ackno
 fetches with its broker id as replica id, so the leader reads up to its log end and counts this
 fetch's offset as the follower's log end offset; fetched batches are appended as they are
 (`Log.append_as_follower`: offsets and epochs as assigned by the leader), and the follower's high
-watermark follows the leader's, capped at its own log end.
+watermark follows the leader's, capped at its own log end; its log start follows the leader's,
+and a follower below the leader's log start (OFFSET_OUT_OF_RANGE) starts its log over there.
 
 A new leader or leader epoch for a partition (from the state watches) re-adds it, which means
 truncating again. Errors back off briefly and retry; leadership changes come from ZooKeeper, not
@@ -25,8 +26,9 @@ from dataclasses import dataclass
 from kio.schema.fetch.v12 import request as fetch_request
 from kio.schema.offset_for_leader_epoch.v4 import request as ofle_request
 
-from logbroker.client import KafkaConnection
-from logbroker.errors import KafkaError
+from logbroker.client import PLAINTEXT, ClientSecurity, KafkaConnection
+from logbroker.errors import KafkaError, OffsetOutOfRangeError
+from logbroker.replication.group_commit import flush_logs
 from logbroker.replication.partition import Partition
 from logbroker.types import TopicPartition
 
@@ -49,10 +51,12 @@ class ReplicaFetcher:
     """Fetches every partition this broker follows from one leader broker."""
 
     def __init__(self, *, broker_id: int, leader_id: int,
-                 leader_address: Callable[[int], tuple[str, int] | None]) -> None:
+                 leader_address: Callable[[int], tuple[str, int] | None],
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.broker_id = broker_id
         self.leader_id = leader_id
         self._leader_address = leader_address
+        self._security = security
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._wakeup = asyncio.Event()
         self._connection: KafkaConnection | None = None
@@ -67,8 +71,11 @@ class ReplicaFetcher:
         self.partitions.pop(tp, None)
 
     async def close(self) -> None:
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
+        # Python 3.11's wait_for drops a cancellation that lands just as the read it waits on
+        # completes (fixed in 3.12), and the loop would then fetch on: cancel until it has ended.
+        while not self._task.done():
+            self._task.cancel()
+            await asyncio.wait([self._task], timeout=0.1)
         if self._connection is not None:
             await self._connection.close()
 
@@ -103,7 +110,8 @@ class ReplicaFetcher:
         if address is None:
             return None
         if self._connection is None or (self._connection.host, self._connection.port) != address:
-            self._connection = KafkaConnection(*address, client_id=f"broker-{self.broker_id}-fetcher")
+            self._connection = KafkaConnection(*address, client_id=f"broker-{self.broker_id}-fetcher",
+                                               security=self._security)
         return self._connection
 
     async def _truncate(self, connection: KafkaConnection) -> None:
@@ -146,6 +154,13 @@ class ReplicaFetcher:
         st.truncated = True
 
     async def _fetch(self, connection: KafkaConnection) -> None:
+        # flush.before.ack: the leader acknowledges from our fetch offset, so what lies below it
+        # must be on disk first: one fsync per log per fetch round, off the event loop.
+        unflushed = [st.partition.log for st in self.partitions.values()
+                     if st.truncated and st.partition.log.config.flush_before_ack
+                     and st.partition.log.recovery_point < st.partition.log.log_end_offset]
+        if unflushed:
+            await asyncio.get_running_loop().run_in_executor(None, flush_logs, unflushed)
         states = {tp: st for tp, st in self.partitions.items() if st.truncated}
         if not states:
             return
@@ -169,10 +184,17 @@ class ReplicaFetcher:
                 st = self.partitions.get(tp)
                 if st is None or st is not states.get(tp):
                     continue  # removed or re-added (new epoch) while the fetch was out
+                log_ = st.partition.log
+                leader_log_start = int(data.log_start_offset)
+                if int(data.error_code) == OffsetOutOfRangeError.code and log_.log_end_offset < leader_log_start:
+                    # Below the leader's log start (a new or wiped replica, the leader's head
+                    # deleted by retention or DeleteRecords): start over there, as Kafka's
+                    # ReplicaFetcherThread does on OFFSET_OUT_OF_RANGE.
+                    log_.truncate_fully_and_start_at(leader_log_start)
+                    continue
                 if int(data.error_code) != 0:
                     backoff = True
                     continue
-                log_ = st.partition.log
                 if data.records:
                     log_.append_as_follower(data.records)
                 # The leader's high watermark, capped at our log end; never back (a new leader's
@@ -180,6 +202,10 @@ class ReplicaFetcher:
                 high_watermark = min(int(data.high_watermark), log_.log_end_offset)
                 if high_watermark > log_.high_watermark:
                     log_.update_high_watermark(high_watermark)
+                # The leader's log start, once we hold it (Kafka's follower does the same), so
+                # records deleted on the leader go here too.
+                if log_.log_start_offset < leader_log_start <= log_.high_watermark:
+                    log_.maybe_increment_log_start_offset(leader_log_start)
         if backoff:
             await asyncio.sleep(BACKOFF_S)
 
@@ -207,20 +233,25 @@ def _or_undefined(epoch: int | None) -> int:
 class ReplicaFetcherManager:
     """The fetchers of this broker, one per leader it follows something from."""
 
-    def __init__(self, *, broker_id: int, leader_address: Callable[[int], tuple[str, int] | None]) -> None:
+    def __init__(self, *, broker_id: int, leader_address: Callable[[int], tuple[str, int] | None],
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.broker_id = broker_id
         self._leader_address = leader_address
+        self._security = security
         self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._closed = False
 
     def add_partition(self, partition: Partition) -> None:
-        """Follow `partition` from its current leader (a leader of -1: wait for one)."""
+        """Follow `partition` from its current leader (a leader of -1: wait for one). After
+        close (the broker is stopping) nothing is followed any more."""
         self.remove_partition(partition.tp)
-        if partition.leader_id < 0:
+        if partition.leader_id < 0 or self._closed:
             return
         fetcher = self.fetchers.get(partition.leader_id)
         if fetcher is None:
             fetcher = self.fetchers[partition.leader_id] = ReplicaFetcher(
-                broker_id=self.broker_id, leader_id=partition.leader_id, leader_address=self._leader_address)
+                broker_id=self.broker_id, leader_id=partition.leader_id, leader_address=self._leader_address,
+                security=self._security)
         fetcher.add(partition)
 
     def remove_partition(self, tp: TopicPartition) -> None:
@@ -228,5 +259,6 @@ class ReplicaFetcherManager:
             fetcher.remove(tp)
 
     async def close(self) -> None:
+        self._closed = True
         fetchers, self.fetchers = list(self.fetchers.values()), {}
         await asyncio.gather(*(f.close() for f in fetchers))

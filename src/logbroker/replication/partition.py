@@ -99,6 +99,16 @@ class Partition:
         self.pending_isr = None
         return True
 
+    def update_replicas(self, replicas: tuple[int, ...]) -> None:
+        """The assignment changed within the current leader epoch (a reassignment): a leader
+        starts tracking the added followers — outside the ISR until they catch up — and forgets
+        the removed ones."""
+        self.replicas = replicas
+        if self.is_leader:
+            now = self._clock.monotonic_ms()
+            self.remote_replicas = {r: self.remote_replicas.get(r) or ReplicaState(last_caught_up_ms=now)
+                                    for r in replicas if r != self.local_broker_id}
+
     # -- the leader's view of its followers (DESIGN.md §6) ------------------------------------
     @property
     def maximal_isr(self) -> tuple[int, ...]:
@@ -114,6 +124,12 @@ class Partition:
             return False
         now = self._clock.monotonic_ms()
         leader_end = self.log.log_end_offset
+        if not self.log.log_start_offset <= fetch_offset <= leader_end:
+            # Out of range: the fetch gets OFFSET_OUT_OF_RANGE and proves nothing (Kafka updates
+            # a follower's state only after a successful read). An offset past our log end comes
+            # from a log that diverged from ours (we came back with less than we had): counting
+            # it would move the high watermark over records no follower holds.
+            return False
         if fetch_offset >= leader_end:
             state.last_caught_up_ms = now
         elif fetch_offset >= state.last_fetch_leader_log_end_offset >= 0:

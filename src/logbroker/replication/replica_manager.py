@@ -31,6 +31,7 @@ from logbroker.errors import (
     UnknownTopicOrPartitionError,
 )
 from logbroker.metadata.model import PartitionState
+from logbroker.replication.group_commit import GroupCommit, acknowledged_end
 from logbroker.replication.partition import Partition
 from logbroker.replication.purgatory import DelayedOperation, Purgatory
 from logbroker.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
@@ -85,11 +86,16 @@ class ReplicaManager:
         self.produce_purgatory = Purgatory("Produce")
         self.fetch_purgatory = Purgatory("Fetch")
         self._background_flushes: set = set()
+        self.group_commit = GroupCommit(
+            on_flushed=lambda log_: self.produce_purgatory.check_and_complete(log_.topic_partition))
         # Cluster mode only (None on a single node): the fetchers of the partitions this broker
         # follows (replication/fetcher.py), and the write of an ISR change to the metadata store,
         # `alter_isr(partition, new_isr)`, which sets `partition.pending_isr` and later `isr`.
         self.fetcher_manager = None
         self.alter_isr = None
+        # Called as listener(tp, partition) after this broker starts or stops leading `tp` (the
+        # group coordinator follows __consumer_offsets); partition is None once the replica is stopped.
+        self.leadership_listeners: list = []
 
     # -- leadership -------------------------------------------------------------------------
     def become_leader(self, tp: TopicPartition, state: PartitionState, replicas: tuple[int, ...], *,
@@ -104,6 +110,7 @@ class ReplicaManager:
             log.info("Became leader of %s at leader epoch %d", tp, state.leader_epoch)
             if self.fetcher_manager is not None:
                 self.fetcher_manager.remove_partition(tp)
+            self._notify_leadership(tp, partition)
         return partition
 
     def become_follower(self, tp: TopicPartition, state: PartitionState, replicas: tuple[int, ...], *,
@@ -122,6 +129,7 @@ class ReplicaManager:
                 purgatory.check_and_complete(tp)
             if self.fetcher_manager is not None:
                 self.fetcher_manager.add_partition(partition)
+            self._notify_leadership(tp, partition)
         return partition
 
     def stop_replica(self, tp: TopicPartition, *, delete: bool) -> None:
@@ -131,8 +139,16 @@ class ReplicaManager:
         if partition is not None:
             for purgatory in (self.produce_purgatory, self.fetch_purgatory):
                 purgatory.check_and_complete(tp)
+            self._notify_leadership(tp, None)
         if delete:
             self.log_manager.delete_log(tp)
+
+    def _notify_leadership(self, tp: TopicPartition, partition: Partition | None) -> None:
+        for listener in self.leadership_listeners:
+            try:
+                listener(tp, partition)
+            except Exception:  # noqa: BLE001 - a listener's bug must not undo the leadership change
+                log.exception("Leadership listener failed for %s", tp)
 
     def leader_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
@@ -151,14 +167,16 @@ class ReplicaManager:
     def append_records_now(self, *, timeout_ms: int, required_acks: int,
                            entries: dict[TopicPartition, bytes | bytearray]) -> dict[TopicPartition, ProduceResult] | Awaitable[dict[TopicPartition, ProduceResult]]:
         """Append now, in the caller's order; return the results, or an awaitable of them when the
-        answer must wait (acks=-1 until the high watermark passes, or an fsync that flush.messages
-        or flush.ms asks for). Appending before any await keeps requests on one connection taking
-        effect in the order they arrived, as Kafka's one-request-at-a-time channel does."""
+        answer must wait (acks=-1 until the high watermark passes, an fsync that flush.messages
+        or flush.ms asks for, or flush.before.ack's group commit). Appending before any await
+        keeps requests on one connection taking effect in the order they arrived, as Kafka's
+        one-request-at-a-time channel does."""
         if required_acks not in (-1, 0, 1):
             error = InvalidRequiredAcksError(f"acks must be -1, 0 or 1, got {required_acks}")
             return {tp: ProduceResult(error) for tp in entries}
         results: dict[TopicPartition, ProduceResult] = {}
         to_flush = []
+        to_commit = set()
         for tp, records in entries.items():
             try:
                 partition = self.leader_partition(tp)
@@ -177,11 +195,16 @@ class ReplicaManager:
                     to_flush.append(partition.log)  # flush.messages / flush.ms: before the answer
                 else:
                     self._flush_in_background(partition.log, now_ms)  # a rolled segment
+            if partition.log.config.flush_before_ack:
+                self.group_commit.request(partition.log)
+                to_commit.add(tp)
             self.fetch_purgatory.check_and_complete(tp)
         if self.metrics is not None:
             self.metrics.on_produce(entries, results)
-        pending = {tp: r for tp, r in results.items() if r.error is None}
-        if not to_flush and (required_acks != -1 or not pending):
+        # Answers that wait: acks=-1 for the ISR, acks=1 only for flush.before.ack's fsync.
+        pending = {tp: r for tp, r in results.items() if r.error is None and
+                   (required_acks == -1 or (required_acks == 1 and tp in to_commit))}
+        if not to_flush and not pending:
             return results
         return self._complete_produce(results, pending, to_flush, timeout_ms=timeout_ms,
                                       required_acks=required_acks)
@@ -206,7 +229,7 @@ class ReplicaManager:
             # flush.messages / flush.ms: Kafka fsyncs before answering; we do it off the loop.
             loop = asyncio.get_running_loop()
             await asyncio.gather(*(loop.run_in_executor(None, l.flush) for l in to_flush))
-        if required_acks != -1 or not pending:
+        if not pending:
             return results
 
         def check() -> dict[TopicPartition, ProduceResult] | None:
@@ -215,9 +238,9 @@ class ReplicaManager:
                 partition = self.partitions.get(tp)
                 if partition is None or not partition.is_leader:
                     done[tp] = ProduceResult(NotLeaderOrFollowerError(f"Leadership of {tp} moved"))
-                elif partition.high_watermark <= r.last_offset:
+                elif acknowledged_end(partition, required_acks) <= r.last_offset:
                     return None
-                elif len(partition.isr) < partition.log.config.min_insync_replicas:
+                elif required_acks == -1 and len(partition.isr) < partition.log.config.min_insync_replicas:
                     done[tp] = ProduceResult(NotEnoughReplicasAfterAppendError(
                         f"{tp}: written, but the ISR shrank below min.insync.replicas"))
             return done
@@ -226,9 +249,10 @@ class ReplicaManager:
             done = dict(results)
             for tp, r in pending.items():
                 partition = self.partitions.get(tp)
-                if partition is None or partition.high_watermark <= r.last_offset:
+                if partition is None or acknowledged_end(partition, required_acks) <= r.last_offset:
+                    who = "the in-sync replicas" if required_acks == -1 else "the leader's fsync"
                     done[tp] = ProduceResult(RequestTimedOutError(
-                        f"{tp}: the in-sync replicas did not acknowledge within {timeout_ms} ms"))
+                        f"{tp}: {who} did not acknowledge within {timeout_ms} ms"))
             return done
 
         op = DelayedOperation(try_complete=check, on_expiration=expire, keys=pending)
@@ -276,6 +300,13 @@ class ReplicaManager:
         answer the produces waiting on it) and re-admit the follower to the ISR."""
         partition = self.partitions.get(request.tp)
         if partition is None or not partition.is_leader:
+            return
+        try:
+            partition.check_leader_epoch(request.current_leader_epoch)
+        except KafkaError:
+            # A fetch at another leader epoch proves nothing (Kafka checks the epoch before it
+            # updates a follower's state): a broker that left the cluster fetches on at the epoch
+            # it last knew, and counting that would put a dead broker back into the ISR.
             return
         if partition.update_follower_fetch(replica_id, request.fetch_offset):
             self.produce_purgatory.check_and_complete(request.tp)

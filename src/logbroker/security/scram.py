@@ -1,4 +1,5 @@
-"""SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) as Kafka's ScramSaslServer speaks them.
+"""SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) as Kafka's ScramSaslServer speaks them,
+and the client side a broker uses to authenticate to another (ScramSaslClient).
 
 Credentials are kept as Kafka keeps them (ScramCredential): salt, stored_key, server_key and
 iterations — never the password. From a password:
@@ -178,7 +179,9 @@ class ScramSaslServer:
         match = _CLIENT_FINAL.fullmatch(text)
         if match is None:
             raise SaslFailed("Invalid SCRAM client final message format")
-        if match["nonce"] != self._nonce:
+        # Kafka 3.9 checks endsWith, not equality: librdkafka before 2.6.1 (kcat's, Debian's)
+        # sends the client nonce twice, cnonce + (cnonce + snonce). The server nonce must be there.
+        if not match["nonce"].endswith(self._nonce):
             raise SaslFailed("Invalid client nonce in the final client message.")
         try:
             binding = base64.b64decode(match["binding"], validate=True)
@@ -199,3 +202,51 @@ class ScramSaslServer:
         self._state = "complete"
         server_signature = f.hmac(credential.server_key, auth_message)
         return b"v=" + base64.b64encode(server_signature)
+
+
+class ScramSaslClient:
+    """One SCRAM exchange, client side (a broker authenticating to another): `first_message()`,
+    then `final_message(server_first)`, then `verify(server_final)`. Raises SaslFailed when the
+    server's answers are malformed, lower the iteration count below the minimum, drop our nonce,
+    or (last step) do not prove the server knows the password's keys."""
+
+    def __init__(self, mechanism: str, username: str, password: str) -> None:
+        self.formatter = ScramFormatter(mechanism)
+        self._password = password
+        self._nonce = secrets.token_urlsafe(24)
+        name = username.replace("=", "=3D").replace(",", "=2C")
+        self._client_first_bare = f"n={name},r={self._nonce}"
+        self._server_signature = b""
+
+    def first_message(self) -> bytes:
+        return f"n,,{self._client_first_bare}".encode()
+
+    def final_message(self, server_first: bytes) -> bytes:
+        text = server_first.decode("utf-8", "replace")
+        fields = dict(part.split("=", 1) for part in text.split(",") if "=" in part)
+        try:
+            nonce, salt, iterations = fields["r"], base64.b64decode(fields["s"], validate=True), int(fields["i"])
+        except (KeyError, ValueError):
+            raise SaslFailed(f"Invalid SCRAM server first message {text[:60]!r}") from None
+        if not nonce.startswith(self._nonce) or nonce == self._nonce:
+            raise SaslFailed("The SCRAM server nonce does not extend the client nonce")
+        if iterations < MIN_ITERATIONS:
+            raise SaslFailed(f"SCRAM iterations {iterations} is below the minimum {MIN_ITERATIONS}")
+        f = self.formatter
+        salted = f.salted_password(self._password, salt, iterations)
+        without_proof = f"c={base64.b64encode(b'n,,').decode()},r={nonce}"
+        auth_message = ",".join((self._client_first_bare, text, without_proof)).encode()
+        client_key = f.hmac(salted, b"Client Key")
+        client_signature = f.hmac(f.hash(client_key), auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, client_signature))
+        self._server_signature = f.hmac(f.hmac(salted, b"Server Key"), auth_message)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        text = server_final.decode("utf-8", "replace")
+        if text.startswith("e="):
+            raise SaslFailed(f"SCRAM authentication failed: {text[2:]}")
+        expected = b"v=" + base64.b64encode(self._server_signature)
+        if not self._server_signature or not hmac.compare_digest(server_final, expected):
+            raise SaslFailed("The SCRAM server signature does not match: the server does not know "
+                             "this user's credentials")

@@ -14,7 +14,8 @@ states:
 A failed exchange answers SASL_AUTHENTICATION_FAILED (the raw flow has no way to say it), waits
 connection.failed.authentication.delay.ms, then closes — so a client guessing passwords gets one
 guess per delay per connection. With connections.max.reauth.ms > 0 the session expires; SaslAuthenticate
-v1+ tells the client when (session_lifetime_ms), and a request after expiry closes the connection.
+v1+ tells the client when (session_lifetime_ms), and any request after expiry but a SaslHandshake
+(which starts the re-authentication, late) closes the connection, as Kafka's SocketServer does.
 """
 
 from __future__ import annotations
@@ -69,10 +70,13 @@ class SaslServerAuthenticator:
         return self.state == "raw-authenticate"
 
     def allows(self, api_key: int) -> bool:
-        """Whether a request of `api_key` may be handled now (False: close the connection)."""
+        """Whether a request of `api_key` may be handled now (False: close the connection).
+
+        Once the session has expired only a SaslHandshake (re-authentication) passes, as in
+        Kafka's SocketServer: any other request closes the connection."""
         if self.state == "complete":
             return not self.session_expiry_ms or self.settings.clock_ms() < self.session_expiry_ms \
-                or api_key in (17, 18, 36)
+                or api_key == 17
         return api_key in (17, 18, 36)
 
     def refusal(self, api_name: str) -> str:

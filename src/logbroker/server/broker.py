@@ -1,7 +1,8 @@
 """The broker: startup and shutdown order, and the periodic tasks of a running node.
 
 Startup: log dirs and meta.properties → metadata store → LogManager (loads and recovers every
-partition) → ReplicaManager → controller elects leaders → listeners. Shutdown is the reverse:
+partition) → ReplicaManager → controller elects leaders → listeners. Shutdown is the reverse —
+in a cluster after a controlled shutdown has moved leadership away (server/controlled_shutdown.py):
 listeners close first so no request arrives at a closing log, then LogManager writes its
 checkpoints and `.kafka_cleanshutdown`, so the next start skips recovery.
 """
@@ -23,7 +24,9 @@ from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.metadata_cache import MetadataCache
 from logbroker.metadata.model import BrokerInfo, PartitionState, TopicInfo, new_topic_id
 from logbroker.replication.replica_manager import ReplicaManager
+from logbroker.server.authorization import create_authorizer
 from logbroker.server.config import KafkaConfig
+from logbroker.server.connection_quotas import ConnectionQuotas
 from logbroker.server.dispatch import Dispatcher
 from logbroker.server.network import KafkaServer
 from logbroker.storage.log_config import LogConfig
@@ -58,6 +61,9 @@ class Broker:
         self.group_coordinator: GroupCoordinator | None = None
         self.server: KafkaServer | None = None
         self.metrics = None  # server.metrics.MetricsServer when metrics.port is set
+        self.authorizer = None  # security.authorizer.AclAuthorizer when authorizer.class.name is set
+        self.user_store = None  # metadata.zk_users.ZkUserScramStore on a cluster
+        self.inter_broker_security = None  # client.ClientSecurity to reach other brokers, on a cluster
         self.listeners: list[Listener] = []
         self.default_log_config: LogConfig = config.default_log_config()
         self._tasks: list[asyncio.Task] = []
@@ -69,8 +75,11 @@ class Broker:
         return self.store.cluster_id
 
     def brokers(self, listener_name: str | None = None) -> list[BrokerInfo]:
+        """Every live broker at its endpoint for `listener_name` (the listener the client came
+        in on); as in Kafka, a broker without that listener is left out."""
         if self.cluster is not None:
-            return list(self.store.brokers().values())
+            name = listener_name or self.advertised_listener().name
+            return [b for b in (info.for_listener(name) for info in self.store.brokers().values()) if b]
         listener = self.advertised_listener(listener_name)
         return [BrokerInfo(self.broker_id, listener.host, listener.port, self.config.broker_rack)]
 
@@ -93,12 +102,21 @@ class Broker:
             return Listener(name, host or "localhost", port or bound)
         return self.listeners[0]
 
+    @property
+    def credential_store(self):
+        """Where SCRAM credentials live: /config/users on a cluster, the file store on a single node."""
+        return self.user_store if self.user_store is not None else self.store
+
     def topic_log_config(self, topic: TopicInfo | str) -> LogConfig:
         info = self.store.topic(topic) if isinstance(topic, str) else topic
         return self.default_log_config.with_overrides(info.configs if info else {})
 
     # -- lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
+        self.authorizer = create_authorizer(self.config)
+        if self.config.zookeeper_connect:
+            from logbroker.server.listener_security import inter_broker_security
+            self.inter_broker_security = inter_broker_security(self.config)
         first_dir = self.log_dirs[0]
         first_dir.mkdir(parents=True, exist_ok=True)
         if self.config.zookeeper_connect:
@@ -121,12 +139,16 @@ class Broker:
             # Leaders come from the cluster's controller, through the state watches (after the
             # listeners are up); this Controller only validates and assigns new topics.
             self.controller = Controller(self.store, live_brokers=[])
+        if self.authorizer is not None:
+            await self._load_acls()
         self.producer_ids = ProducerIdManager(self.store)
-        self.group_coordinator = GroupCoordinator(broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store, create_topic=self.create_topic, clock=self.clock)
+        self.group_coordinator = GroupCoordinator(broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store, create_topic=self.create_topic, clock=self.clock,
+                                                  live_brokers=(lambda: len(self.store.brokers())) if self.zk is not None else None)
         self.group_coordinator.load()
         self.server = KafkaServer(Dispatcher(self), max_request_bytes=self.config.socket_request_max_bytes,
                                   connections_max_idle_ms=self.config.connections_max_idle_ms,
-                                  clock_ms=self.clock.monotonic_ms)
+                                  clock_ms=self.clock.monotonic_ms,
+                                  quotas=ConnectionQuotas.from_config(self.config))
         if self.config.metrics_port is not None:
             from logbroker.server.metrics import start_metrics
             self.metrics = await start_metrics(self)
@@ -142,10 +164,24 @@ class Broker:
         from logbroker.server.listener_security import listener_security
 
         def scram_credential(user: str, mechanism: str):
-            lookup = getattr(self.store, "scram_credential", None)  # SCRAM users: file store only, so far
-            return lookup(user, mechanism) if lookup is not None else None
+            return self.credential_store.scram_credential(user, mechanism)
         return listener_security(self.config, name, scram_credential=scram_credential,
                                  clock_ms=self.clock.monotonic_ms)
+
+    async def _load_acls(self) -> None:
+        """Load every ACL before the listeners open; on a cluster, then follow the change notices
+        other brokers write (applied from kazoo's thread; see AclAuthorizer on why that is safe)."""
+        if self.zk is None:
+            self.authorizer.load(self.store)
+            return
+        from logbroker.metadata.zk_acls import ZkAclStore
+        acl_store = ZkAclStore(self.zk.client)
+
+        def load() -> None:
+            acl_store.create_paths()
+            self.authorizer.load(acl_store)
+            acl_store.watch_changes(self.authorizer.apply)
+        await asyncio.get_running_loop().run_in_executor(None, load)
 
     async def _connect_zookeeper(self) -> None:
         from logbroker.metadata.zookeeper_store import ZooKeeperMetadataStore
@@ -157,6 +193,9 @@ class Broker:
         await asyncio.get_running_loop().run_in_executor(None, zk.start)
         self.zk = zk
         self.store = MetadataCache(zk, cluster_id=zk.cluster_id)
+        from logbroker.metadata.zk_users import ZkUserScramStore
+        self.user_store = ZkUserScramStore(zk.client)
+        await asyncio.get_running_loop().run_in_executor(None, self.user_store.watch)
 
     async def _join_cluster(self) -> None:
         from logbroker.server.zk_cluster import ZooKeeperCluster
@@ -168,12 +207,19 @@ class Broker:
         from logbroker.replication.fetcher import ReplicaFetcherManager
         self.cluster = ZooKeeperCluster(self, self.zk, self.store)
         self.replica_manager.fetcher_manager = ReplicaFetcherManager(
-            broker_id=self.broker_id, leader_address=self._broker_address)
+            broker_id=self.broker_id, leader_address=self._broker_address,
+            security=self.inter_broker_security)
         self.replica_manager.alter_isr = self.cluster.alter_isr
-        await self.cluster.start(info, endpoints)
+        await self.cluster.start(info, endpoints, security_protocol_map=dict(
+            self.config.listener_security_protocol_map))
+
+    def inter_broker_endpoint(self, broker_id: int) -> BrokerInfo | None:
+        """A live broker at its inter-broker listener's endpoint (None: not live, or no such listener)."""
+        info = self.store.brokers().get(broker_id)
+        return info.for_listener(self.config.inter_broker_listener_name) if info is not None else None
 
     def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
-        info = self.store.brokers().get(broker_id)
+        info = self.inter_broker_endpoint(broker_id)
         return (info.host, info.port) if info is not None else None
 
     def _bound_port(self, name: str) -> int:
@@ -214,19 +260,14 @@ class Broker:
         return info
 
     def delete_topic(self, name: str) -> None:
-        if self.zk is not None:
-            # The controller deletes it; every broker drops its replicas when the topic znode goes.
-            self.zk.request_topic_deletion(name)
-            return
+        """Single node (a cluster deletes through server/topic_admin.py)."""
         info = self.controller.delete_topic(name)
         for partition in info.assignment:
             self.replica_manager.stop_replica(TopicPartition(name, partition), delete=True)
         log.info("Deleted topic %s", name)
 
     def create_partitions(self, name: str, count: int, *, assignment=None, validate_only: bool = False) -> None:
-        if self.zk is not None:
-            from logbroker.errors import InvalidRequestError
-            raise InvalidRequestError("Adding partitions is not supported yet on a ZooKeeper cluster.")
+        """Single node (a cluster adds partitions through server/topic_admin.py)."""
         added = self.controller.create_partitions(name, count, assignment=assignment, validate_only=validate_only)
         if not validate_only:
             self._apply_topic_states(name, added)
@@ -311,6 +352,9 @@ class Broker:
 
     async def shutdown(self) -> None:
         log.info("Shutting down broker %d", self.broker_id)
+        if self.cluster is not None and self.config.controlled_shutdown_enable:
+            from logbroker.server.controlled_shutdown import shut_down_in_a_controlled_way
+            await shut_down_in_a_controlled_way(self)
         if self.server is not None:
             await self.server.close()
         if self.metrics is not None:
@@ -318,14 +362,15 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        # Stop following before leaving the cluster (Kafka's order): a fetch sent after the
+        # session's end would reach leaders that already dropped this broker from their ISR.
+        if self.replica_manager is not None and self.replica_manager.fetcher_manager is not None:
+            await self.replica_manager.fetcher_manager.close()
         if self.cluster is not None:
-            # Leave the cluster first (the session's end drops the registration, and the
-            # controller moves leadership away), then stop following, then close the logs.
+            # The session's end drops the registration; the controller moves what is left.
             await self.cluster.close()
         elif self.zk is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.zk.close)
-        if self.replica_manager is not None and self.replica_manager.fetcher_manager is not None:
-            await self.replica_manager.fetcher_manager.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.log_manager is not None:

@@ -14,8 +14,8 @@ Three kinds of key, decided by name:
 Defaults are Kafka's, except where logbroker's single-node embedded default needs another, each
 said in the key's doc: `broker.id` (0, not -1: we never generate ids), `listeners`
 (PLAINTEXT://127.0.0.1:9092, not every interface), `log.dir` (none: the caller chooses a data
-directory). `offsets.topic.replication.factor` keeps Kafka's 3; the server clamps the effective
-value to the number of live brokers.
+directory). `offsets.topic.replication.factor` keeps Kafka's 3: a cluster creates __consumer_offsets
+only once that many brokers are alive (as Kafka), a single node with one replica.
 
 Time synonyms follow Kafka's precedence: `log.retention.ms` > `log.retention.minutes` >
 `log.retention.hours`; `log.roll.ms` > `log.roll.hours`; `log.roll.jitter.ms` >
@@ -140,6 +140,9 @@ class KafkaConfig:
     sasl_server_max_receive_size: int
     connections_max_reauth_ms: int
     connection_failed_authentication_delay_ms: int
+    authorizer_class_name: str
+    allow_everyone_if_no_acl_found: bool
+    super_users: str | None
     # Logs
     log_dirs: tuple[str, ...]
     log_dir: str | None
@@ -167,6 +170,7 @@ class KafkaConfig:
     log_retention_check_interval_ms: int
     log_index_interval_bytes: int
     log_index_size_max_bytes: int
+    log_flush_before_ack: bool
     log_flush_interval_messages: int
     log_flush_interval_ms: int
     log_flush_scheduler_interval_ms: int
@@ -202,6 +206,12 @@ class KafkaConfig:
     replica_fetch_backoff_ms: int
     replica_fetch_response_max_bytes: int
     replica_high_watermark_checkpoint_interval_ms: int
+    auto_leader_rebalance_enable: bool
+    leader_imbalance_check_interval_seconds: int
+    leader_imbalance_per_broker_percentage: int
+    controlled_shutdown_enable: bool
+    controlled_shutdown_max_retries: int
+    controlled_shutdown_retry_backoff_ms: int
     # ZooKeeper
     zookeeper_connect: str | None
     zookeeper_session_timeout_ms: int
@@ -211,6 +221,9 @@ class KafkaConfig:
     socket_send_buffer_bytes: int
     socket_receive_buffer_bytes: int
     connections_max_idle_ms: int
+    max_connections: int
+    max_connections_per_ip: int
+    max_connections_per_ip_overrides: str
     queued_max_requests: int
     request_timeout_ms: int
     # Groups and offsets

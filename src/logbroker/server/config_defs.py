@@ -137,6 +137,12 @@ _BROKER_ONLY_DEFS = (
        "re-authenticate before it ends (0: sessions do not expire)", at_least(0)),
     _D("connection.failed.authentication.delay.ms", "int", 100, "delay before closing a connection "
        "whose authentication failed", at_least(0)),
+    _D("authorizer.class.name", "string", "", "the authorizer: empty (everything is allowed) or "
+       "kafka.security.authorizer.AclAuthorizer (ACLs in the metadata store)"),
+    _D("allow.everyone.if.no.acl.found", "boolean", False,
+       "with the AclAuthorizer, allow an operation on a resource no ACL applies to"),
+    _D("super.users", "string", None, "principals allowed everything with the AclAuthorizer, "
+       "separated by semicolons (User:admin;User:ops)"),
     _D("metrics.port", "int", None, "logbroker only: port of the Prometheus /metrics endpoint "
        "(unset: no endpoint)", between(0, 65535)),
     # Logs
@@ -192,6 +198,19 @@ _BROKER_ONLY_DEFS = (
        "bytes a follower asks for in one fetch response", at_least(0)),
     _D("replica.high.watermark.checkpoint.interval.ms", "long", 5000,
        "how often replication-offset-checkpoint (high watermarks) is written"),
+    _D("auto.leader.rebalance.enable", "boolean", True,
+       "the controller moves leadership back to preferred replicas (the first of each assignment)"),
+    _D("leader.imbalance.check.interval.seconds", "long", 300,
+       "how often the controller checks whether leadership is imbalanced", at_least(1)),
+    _D("leader.imbalance.per.broker.percentage", "int", 10,
+       "the share of a broker's preferred partitions led elsewhere above which the controller "
+       "rebalances", at_least(0)),
+    _D("controlled.shutdown.enable", "boolean", True,
+       "on SIGTERM, ask the controller to move leadership away before leaving the cluster"),
+    _D("controlled.shutdown.max.retries", "int", 3,
+       "controlled shutdown attempts before shutting down uncleanly"),
+    _D("controlled.shutdown.retry.backoff.ms", "long", 5000,
+       "wait between controlled shutdown attempts", at_least(0)),
     # ZooKeeper
     _D("zookeeper.connect", "string", None,
        "ZooKeeper hosts (host:port,…[/chroot]); unset: a single node whose metadata is a file"),
@@ -205,6 +224,13 @@ _BROKER_ONLY_DEFS = (
     _D("socket.receive.buffer.bytes", "int", 102_400,
        "SO_RCVBUF of client sockets (-1: OS default)"),
     _D("connections.max.idle.ms", "long", 600_000, "close connections idle this long"),
+    _D("max.connections", "int", INT_MAX, "connections the broker holds at once; at the limit it "
+       "stops accepting until one closes (the inter-broker listener excepted); "
+       "listener.name.<listener>.max.connections limits one listener", at_least(0)),
+    _D("max.connections.per.ip", "int", INT_MAX, "connections from one IP address; more are "
+       "closed at once", at_least(0)),
+    _D("max.connections.per.ip.overrides", "string", "",
+       "per-IP or per-host limits that replace max.connections.per.ip: host:count,host:count"),
     _D("queued.max.requests", "int", 500,
        "requests queued per connection before reading from it pauses", at_least(1)),
     _D("request.timeout.ms", "int", 30_000, "timeout of the broker's own outbound requests"),
@@ -212,7 +238,7 @@ _BROKER_ONLY_DEFS = (
     _D("offsets.topic.num.partitions", "int", 50, "partitions of __consumer_offsets",
        at_least(1)),
     _D("offsets.topic.replication.factor", "short", 3, "replication factor of __consumer_offsets; "
-       "the server uses at most the number of live brokers", at_least(1)),
+       "a cluster creates it only once this many brokers are alive, a single node uses 1", at_least(1)),
     _D("offsets.topic.segment.bytes", "int", 104_857_600, "segment.bytes of __consumer_offsets",
        at_least(1)),
     _D("offsets.retention.minutes", "int", 10_080,
@@ -249,12 +275,11 @@ assert len(BROKER_CONFIGS) == len(_BROKER_ONLY_DEFS) + len(_synonym_defs()), "a 
 # plus the authorizer's keys. Accepted with one warning each; see also _KAFKA_ONLY_PREFIXES.
 KAFKA_ONLY_CONFIGS: frozenset[str] = frozenset("""
 alter.config.policy.class.name alter.log.dirs.replication.quota.window.num
-alter.log.dirs.replication.quota.window.size.seconds authorizer.class.name
-allow.everyone.if.no.acl.found auto.include.jmx.reporter auto.leader.rebalance.enable
+alter.log.dirs.replication.quota.window.size.seconds
+auto.include.jmx.reporter
 background.threads broker.heartbeat.interval.ms broker.id.generation.enable
 broker.session.timeout.ms client.quota.callback.class connection.failed.authentication.delay.ms
-connections.max.reauth.ms control.plane.listener.name controlled.shutdown.enable
-controlled.shutdown.max.retries controlled.shutdown.retry.backoff.ms controller.listener.names
+connections.max.reauth.ms control.plane.listener.name controller.listener.names
 controller.quorum.append.linger.ms controller.quorum.bootstrap.servers
 controller.quorum.election.backoff.max.ms controller.quorum.election.timeout.ms
 controller.quorum.fetch.timeout.ms controller.quorum.request.timeout.ms
@@ -278,7 +303,6 @@ group.share.min.session.timeout.ms group.share.partition.max.record.locks
 group.share.record.lock.duration.ms group.share.session.timeout.ms
 initial.broker.registration.timeout.ms inter.broker.protocol.version
 kafka.metrics.polling.interval.secs kafka.metrics.reporters
-leader.imbalance.check.interval.seconds leader.imbalance.per.broker.percentage
 leader.replication.throttled.rate log.dir.failure.timeout.ms log.initial.task.delay.ms
 log.local.retention.bytes log.local.retention.ms log.message.format.version
 max.connection.creation.rate max.connections max.connections.per.ip
@@ -331,7 +355,7 @@ ssl.endpoint.identification.algorithm ssl.engine.factory.class ssl.key.password
 ssl.keymanager.algorithm ssl.keystore.certificate.chain ssl.keystore.key ssl.keystore.location
 ssl.keystore.password ssl.keystore.type ssl.principal.mapping.rules ssl.protocol ssl.provider
 ssl.secure.random.implementation ssl.trustmanager.algorithm ssl.truststore.certificates
-ssl.truststore.location ssl.truststore.password ssl.truststore.type super.users
+ssl.truststore.location ssl.truststore.password ssl.truststore.type
 telemetry.max.bytes transaction.abort.timed.out.transaction.cleanup.interval.ms
 transaction.max.timeout.ms transaction.partition.verification.enable
 transaction.remove.expired.transaction.cleanup.interval.ms transactional.id.expiration.ms

@@ -22,6 +22,13 @@ SASL (SASL_PLAINTEXT, SASL_SSL): `sasl` is the connection's SaslServerAuthentica
 `auth_gate` is True until it completes (or while a re-authentication deadline is set); the
 dispatcher checks the gate, so an authenticated connection pays one attribute test per request.
 
+Accepting: each listening socket has an Acceptor that calls accept() itself when the socket is
+readable, so it can stop. Every accepted connection is counted in the server's ConnectionQuotas
+(server/connection_quotas.py) and released in `connection_lost`, which asyncio calls however the
+connection ends. A connection over its IP's limit is closed at once with one log line; at
+max.connections (or a listener's own) the acceptors stop reading their sockets (new clients wait in the kernel's listen
+backlog, as behind Kafka's blocked acceptor) and start again when a connection closes.
+
 Backpressure: a connection with more than MAX_IN_FLIGHT unanswered requests stops being read
 until the writer catches up, so a fast producer cannot make the broker buffer without bound.
 """
@@ -40,7 +47,9 @@ from typing import Any, Union
 from logbroker.errors import KafkaError
 from logbroker.protocol.framing import FrameDecoder
 from logbroker.security.principal import ANONYMOUS, ssl_principal
+from logbroker.server.connection_quotas import ConnectionQuotas, normalize_ip
 from logbroker.server.tls import TlsError, TlsSession
+from logbroker.storage.log_config import INT_MAX
 from logbroker.storage.values import FileRegion
 
 log = logging.getLogger("kafka.network.SocketServer")
@@ -90,9 +99,11 @@ Handler = Callable[[memoryview, "KafkaConnection"], Union[Response, Awaitable[Re
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, server: KafkaServer, security: ListenerSecurity = PLAINTEXT) -> None:
+    def __init__(self, server: KafkaServer, security: ListenerSecurity = PLAINTEXT,
+                 counted_ip: str | None = None) -> None:
         self.server = server
         self.security = security
+        self.counted_ip = counted_ip  # the IP this connection is counted under in the quotas
         self.listener_name = security.listener_name
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -100,6 +111,7 @@ class KafkaConnection(asyncio.Protocol):
         self.tls: TlsSession | None = None
         self.sasl = None  # SaslServerAuthenticator on SASL listeners
         self.auth_gate = False
+        self._lift_request_limit = False  # authenticated with a partial frame buffered
         self._received_any = False
         self.decoder = FrameDecoder(server.max_request_bytes)
         self.last_active_ms = server.clock_ms()
@@ -151,6 +163,9 @@ class KafkaConnection(asyncio.Protocol):
             self.abort()
             return
         self._received_any = True
+        if self._lift_request_limit and self.decoder.buffered_bytes == 0:
+            self._lift_request_limit = False
+            self.decoder = FrameDecoder(self.server.max_request_bytes)
         for frame in frames:
             result = self.server.handler(frame, self)
             if asyncio.iscoroutine(result):
@@ -186,8 +201,11 @@ class KafkaConnection(asyncio.Protocol):
         keeps it) and allow full-size requests."""
         self.principal = principal
         self.auth_gate = bool(self.sasl.session_expiry_ms)
-        if self.decoder.buffered_bytes == 0:
-            self.decoder = FrameDecoder(self.server.max_request_bytes)
+        if self.decoder.max_frame_bytes < self.server.max_request_bytes:
+            if self.decoder.buffered_bytes == 0:
+                self.decoder = FrameDecoder(self.server.max_request_bytes)
+            else:  # the frame being read was announced under the small limit: swap after it
+                self._lift_request_limit = True
 
     def pause_writing(self) -> None:
         self._can_write.clear()
@@ -197,6 +215,9 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
+        if self.counted_ip is not None:
+            self.server.connection_closed(self.counted_ip, self.listener_name)
+            self.counted_ip = None
         if self._writer is not None:
             self._writer.cancel()
         for slot in self._slots:
@@ -300,24 +321,50 @@ class KafkaConnection(asyncio.Protocol):
 
 
 class KafkaServer:
-    """The listeners of one broker. `handler(frame, connection)` answers one request frame."""
+    """The listeners of one broker. `handler(frame, connection)` answers one request frame;
+    `quotas` limits the connections (no limit when None)."""
 
     def __init__(self, handler: Handler, *, max_request_bytes: int, connections_max_idle_ms: int,
-                 clock_ms: Callable[[], int]) -> None:
+                 clock_ms: Callable[[], int], quotas: ConnectionQuotas | None = None) -> None:
         self.handler = handler
         self.max_request_bytes = max_request_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
         self.clock_ms = clock_ms
+        self.quotas = quotas or ConnectionQuotas(max_connections=INT_MAX, max_connections_per_ip=INT_MAX,
+                                                 per_ip_overrides={})
         self.connections: set[KafkaConnection] = set()
-        self._servers: list[asyncio.base_events.Server] = []
+        self._acceptors: list[Acceptor] = []
 
     async def listen(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT) -> int:
-        """Start a listener; returns the bound port (useful with port 0)."""
+        """Start a listener on every address of `host` (all interfaces when empty); returns the
+        bound port (useful with port 0)."""
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: KafkaConnection(self, security), host or None, port,
-                                          reuse_address=True, backlog=1024)
-        self._servers.append(server)
-        return server.sockets[0].getsockname()[1]
+        infos = await loop.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        bound = port
+        for family, type_, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, type_, proto)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind((address[0], bound, *address[2:]))
+                sock.listen(1024)
+                sock.setblocking(False)
+            except OSError:
+                sock.close()
+                raise
+            bound = sock.getsockname()[1]
+            acceptor = Acceptor(self, sock, security)
+            self._acceptors.append(acceptor)
+            acceptor.resume()
+        return bound
+
+    def connection_closed(self, ip: str, listener_name: str) -> None:
+        """A counted connection ended: release its count, and accept again if that was the limit."""
+        self.quotas.dec(ip, listener_name)
+        for acceptor in self._acceptors:
+            if acceptor.paused and not self.quotas.accept_blocked(acceptor.security.listener_name):
+                acceptor.resume()
 
     def close_idle_connections(self) -> int:
         """Close connections silent for connections.max.idle.ms; returns how many."""
@@ -329,9 +376,76 @@ class KafkaServer:
         return len(idle)
 
     async def close(self) -> None:
-        for server in self._servers:
-            server.close()
+        for acceptor in self._acceptors:
+            acceptor.close()
         for connection in list(self.connections):
             connection.abort()
-        for server in self._servers:
-            await server.wait_closed()
+        await asyncio.sleep(0)  # let connection_lost run
+
+
+class Acceptor:
+    """Accepts the connections of one listening socket, counting each in the server's quotas.
+    Runs on the event loop (a reader callback); `paused` while max.connections (broker-wide or
+    the listener's own) is reached."""
+
+    def __init__(self, server: KafkaServer, sock: socket.socket, security: ListenerSecurity) -> None:
+        self.server = server
+        self.sock = sock
+        self.security = security
+        self.paused = True
+        self._at_limit = False
+        self._loop = asyncio.get_running_loop()
+
+    def resume(self) -> None:
+        if self.paused and self.sock.fileno() >= 0:
+            if self._at_limit:
+                self._at_limit = False
+                log.info("Accepting connections on listener %s again", self.security.listener_name)
+            self.paused = False
+            self._loop.add_reader(self.sock.fileno(), self._accept)
+
+    def pause(self) -> None:
+        if not self.paused:
+            self.paused = True
+            self._loop.remove_reader(self.sock.fileno())
+
+    def close(self) -> None:
+        self.pause()
+        self.sock.close()
+
+    def _accept(self) -> None:
+        quotas = self.server.quotas
+        for _ in range(64):  # then let other callbacks run
+            limit = quotas.accept_blocked(self.security.listener_name)
+            if limit is not None:
+                log.warning("Not accepting connections on listener %s: %s reached; new connections wait "
+                            "until one closes", self.security.listener_name, limit)
+                self._at_limit = True
+                self.pause()
+                return
+            try:
+                conn, address = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # EMFILE and the like: back off as asyncio's own server does
+                log.error("Cannot accept connections on listener %s (%s); retrying in 1 s",
+                          self.security.listener_name, exc)
+                self.pause()
+                self._loop.call_later(1.0, self.resume)
+                return
+            ip = normalize_ip(address[0])
+            if not quotas.try_inc(ip, self.security.listener_name):
+                log.info("Rejected connection from %s: the address already has %d connections, the limit "
+                         "set by %s", ip, quotas.ip_limit(ip), quotas.ip_limit_key(ip))
+                conn.close()
+                continue
+            conn.setblocking(False)
+            connection = KafkaConnection(self.server, self.security, ip)
+            task = self._loop.create_task(self._loop.connect_accepted_socket(lambda c=connection: c, conn))
+            task.add_done_callback(lambda t, c=connection, s=conn: self._started(t, c, s))
+
+    def _started(self, task: asyncio.Task, connection: KafkaConnection, conn: socket.socket) -> None:
+        # Once connection_made has run, connection_lost releases the count; before, we must.
+        if (task.cancelled() or task.exception() is not None) and connection.transport is None:
+            conn.close()
+            self.server.connection_closed(connection.counted_ip, connection.listener_name)

@@ -35,10 +35,7 @@ def server_ssl_context(get: Callable[[str], object], listener: str) -> ssl.SSLCo
     """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.options |= ssl.OP_NO_RENEGOTIATION
-    enabled = [p for p in (get("ssl.enabled.protocols") or []) if p in _PROTOCOLS]
-    if enabled:
-        versions = sorted(_PROTOCOLS[p] for p in enabled)
-        context.minimum_version, context.maximum_version = versions[0], versions[-1]
+    _limit_protocols(context, get)
     ciphers = get("ssl.cipher.suites")
     if ciphers:
         _set(context.set_ciphers, ":".join(ciphers), "ssl.cipher.suites", listener)
@@ -48,6 +45,30 @@ def server_ssl_context(get: Callable[[str], object], listener: str) -> ssl.SSLCo
         _load_truststore(context, get, listener)
         context.verify_mode = ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
     return context
+
+
+def client_ssl_context(get: Callable[[str], object], listener: str) -> ssl.SSLContext:
+    """The SSLContext a broker connects to another broker's `listener` with: the listener's
+    truststore checks the peer's certificate and host name (Kafka's default
+    ssl.endpoint.identification.algorithm=https), and its keystore, when set, is presented for
+    mutual TLS. Raises ConfigError naming the key when the truststore is missing or does not load."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _limit_protocols(context, get)
+    if not (get("ssl.truststore.location") or get("ssl.truststore.certificates")):
+        raise ConfigError(f"Inter-broker listener {listener} uses TLS but has no "
+                          f"ssl.truststore.location to check the other brokers' certificates")
+    _load_truststore(context, get, listener)
+    if get("ssl.keystore.location") or get("ssl.keystore.key"):
+        _load_keystore(context, get, listener)
+    return context
+
+
+def _limit_protocols(context: ssl.SSLContext, get) -> None:
+    """ssl.enabled.protocols as the context's minimum and maximum TLS version."""
+    enabled = [p for p in (get("ssl.enabled.protocols") or []) if p in _PROTOCOLS]
+    if enabled:
+        versions = sorted(_PROTOCOLS[p] for p in enabled)
+        context.minimum_version, context.maximum_version = versions[0], versions[-1]
 
 
 def _set(setter, value, key: str, listener: str) -> None:

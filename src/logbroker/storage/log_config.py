@@ -66,6 +66,10 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
               "how long tombstones are kept on compacted topics", at_least(0)),
     ConfigDef("file.delete.delay.ms", "long", 60_000, "log.segment.delete.delay.ms",
               "delay before a .deleted segment file is removed", at_least(0)),
+    ConfigDef("flush.before.ack", "boolean", False, "log.flush.before.ack",
+              "logbroker only (Kafka acknowledges from the page cache): answer a produce only "
+              "once its batch is fsynced, on the leader for acks=1 and on every in-sync replica "
+              "for acks=-1, by group commits (replication/group_commit.py)"),
     ConfigDef("flush.messages", "long", LONG_MAX, "log.flush.interval.messages",
               "fsync after this many messages", at_least(1)),
     ConfigDef("flush.ms", "long", LONG_MAX, "log.flush.interval.ms",
@@ -188,6 +192,7 @@ class LogConfig:
     compression_zstd_level: int
     delete_retention_ms: int
     file_delete_delay_ms: int
+    flush_before_ack: bool
     flush_messages: int
     flush_ms: int
     follower_replication_throttled_replicas: list

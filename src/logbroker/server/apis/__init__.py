@@ -15,7 +15,9 @@ MODULES = (
     "find_coordinator", "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit",
     "offset_fetch", "list_groups", "describe_groups", "delete_groups", "offset_delete",
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials",
-    "alter_user_scram_credentials",
+    "alter_user_scram_credentials", "create_acls", "describe_acls", "delete_acls", "elect_leaders",
+    "alter_partition_reassignments", "list_partition_reassignments",
+    "controlled_shutdown",
 )
 
 

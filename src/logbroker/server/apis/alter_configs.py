@@ -5,7 +5,8 @@ overrides, so every override not named is removed (IncrementalAlterConfigs chang
 The new set is validated as a whole before anything changes: an unknown key or a bad value is
 INVALID_CONFIG naming the key (Kafka's ZooKeeper-era broker says INVALID_REQUEST for a bad value;
 KRaft and we say INVALID_CONFIG), a null value INVALID_REQUEST. validate_only stops after the
-checks.
+checks. On a cluster the new set goes to ZooKeeper off the event loop and every broker applies it
+from its config-change watch (server/topic_admin.py).
 
 Broker resources: logbroker has no dynamic broker configs, so changing one is INVALID_REQUEST with
 a message saying to edit server.properties; other resource types are INVALID_REQUEST.
@@ -14,35 +15,43 @@ a message saying to edit server.properties; other resource types are INVALID_REQ
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from logbroker.errors import InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from logbroker.metadata.model import TopicInfo
+from logbroker.security.acl import AclOperation
+from logbroker.server import topic_admin
 from logbroker.server.apis.describe_configs import BROKER, TOPIC
+from logbroker.server.authorization import require_config_access
 from logbroker.storage.log_config import LogConfig
+
+ALTER_CONFIGS = AclOperation.ALTER_CONFIGS
+
 
 API_KEY = 33
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
 
 
-def handle(broker, request) -> dict:
+async def handle(broker, request) -> dict:
     body = request.body
 
-    def alter_topic(resource) -> None:
+    async def alter_topic(resource) -> None:
         null_values = [c.name for c in resource.configs if c.value is None]
         if null_values:
             raise InvalidRequestError(f"Null value not supported for : {','.join(null_values)}")
-        replace_topic_configs(broker, resource.resource_name,
-                              {c.name: c.value for c in resource.configs},
-                              validate_only=body.validate_only)
+        await replace_topic_configs(broker, resource.resource_name,
+                                    {c.name: c.value for c in resource.configs},
+                                    validate_only=body.validate_only)
 
-    return alter_resources(broker, body.resources, api_name="AlterConfigs", alter_topic=alter_topic)
+    return await alter_resources(broker, body.resources, api_name="AlterConfigs", alter_topic=alter_topic,
+                                 check=lambda r: require_config_access(broker, request, ALTER_CONFIGS, r))
 
 
-def alter_resources(broker, resources, *, api_name: str, alter_topic: Callable[[Any], None],
-                    check: Callable[[Any], None] | None = None) -> dict:
+async def alter_resources(broker, resources, *, api_name: str,
+                          alter_topic: Callable[[Any], Awaitable[None]],
+                          check: Callable[[Any], None] | None = None) -> dict:
     """The response of AlterConfigs and IncrementalAlterConfigs: each resource through `check`,
     then `alter_topic` for a topic, refused for a broker or any other type; errors per resource."""
     responses = []
@@ -53,7 +62,7 @@ def alter_resources(broker, resources, *, api_name: str, alter_topic: Callable[[
             if check is not None:
                 check(resource)
             if resource.resource_type == TOPIC:
-                alter_topic(resource)
+                await alter_topic(resource)
             elif resource.resource_type == BROKER:
                 refuse_broker_change(broker, resource.resource_name, [c.name for c in resource.configs])
             else:
@@ -76,13 +85,15 @@ def existing_topic(broker, name: str) -> TopicInfo:
     return info
 
 
-def replace_topic_configs(broker, name: str, configs: dict[str, str], *, validate_only: bool) -> None:
+async def replace_topic_configs(broker, name: str, configs: dict[str, str], *,
+                                validate_only: bool) -> None:
     """Make `configs` the topic's whole set of overrides, after validating them together."""
     existing_topic(broker, name)
-    store_topic_configs(broker, name, configs, validate_only=validate_only)
+    await store_topic_configs(broker, name, configs, validate_only=validate_only)
 
 
-def store_topic_configs(broker, name: str, configs: dict[str, str], *, validate_only: bool) -> None:
+async def store_topic_configs(broker, name: str, configs: dict[str, str], *,
+                              validate_only: bool) -> None:
     """Validate `configs` together as an existing topic's whole set of overrides, then (unless
     `validate_only`) store them."""
     LogConfig.defaults().with_overrides(configs)  # InvalidConfigError naming the key
@@ -90,7 +101,7 @@ def store_topic_configs(broker, name: str, configs: dict[str, str], *, validate_
         return
     log.info("Updating topic %s with new configuration : %s", name,
              ",".join(f"{k}={v}" for k, v in sorted(configs.items())))
-    broker.set_topic_configs(name, configs)
+    await topic_admin.set_topic_configs(broker, name, configs)
 
 
 def refuse_broker_change(broker, resource_name: str, keys: list[str]) -> None:

@@ -12,19 +12,25 @@ from __future__ import annotations
 from collections import Counter
 
 from logbroker.errors import (
+    ClusterAuthorizationFailedError,
     DuplicateResourceError,
     ResourceNotFoundError,
     UnacceptableCredentialError,
     UnsupportedSaslMechanismError,
 )
+from logbroker.security.acl import AclOperation
 from logbroker.security.scram import MAX_ITERATIONS, MECHANISM_BY_TYPE, MIN_ITERATIONS, ScramFormatter
+from logbroker.server.authorization import cluster_allowed
 
 API_KEY = 51
 
 
 def handle(broker, request) -> dict:
     body = request.body
-    stored = broker.store.scram_users()
+    stored = broker.credential_store.scram_users()
+    denied = None if cluster_allowed(broker, request, AclOperation.ALTER) else (
+        ClusterAuthorizationFailedError.code, "Not authorized to alter SCRAM credentials (needs "
+                                              "Alter on the cluster).")
     changes = [(d.name, d.mechanism, None) for d in body.deletions] + \
               [(u.name, u.mechanism, u) for u in body.upsertions]
     seen = Counter((name, mechanism) for name, mechanism, _ in changes)
@@ -32,7 +38,7 @@ def handle(broker, request) -> dict:
     for name, mechanism, upsertion in changes:
         if name in errors:
             continue
-        problem = _check(name, mechanism, upsertion, stored, seen)
+        problem = _check(name, mechanism, upsertion, stored, seen) or denied
         if problem:
             errors[name] = problem
     for name, mechanism, upsertion in changes:
@@ -40,11 +46,11 @@ def handle(broker, request) -> dict:
             continue
         mechanism_name = MECHANISM_BY_TYPE[mechanism]
         if upsertion is None:
-            broker.store.delete_scram_credential(name, mechanism_name)
+            broker.credential_store.delete_scram_credential(name, mechanism_name)
         else:
             credential = ScramFormatter(mechanism_name).credential_from_salted(
                 upsertion.salted_password, upsertion.salt, upsertion.iterations)
-            broker.store.set_scram_credential(name, mechanism_name, credential)
+            broker.credential_store.set_scram_credential(name, mechanism_name, credential)
     results = []
     for name in dict.fromkeys(name for name, _, _ in changes):
         code, message = errors.get(name, (0, None))

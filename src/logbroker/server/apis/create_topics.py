@@ -10,8 +10,9 @@ v5+ answers a created (or validated) topic with its partition count, replication
 topic config with its source, as DescribeConfigs would (KAFKA-NOTES 13); v7 with its topic id
 (zero for validate_only: nothing was created). A failed topic gets -1, -1 and no configs.
 
-Topic creation writes the metadata store and creates the logs before answering, so the topic is
-ready when the response arrives and the request's timeout never expires.
+The answer comes once the topic is ready: on a single node its logs exist; on a cluster this
+broker's metadata shows every partition led, or after timeout_ms the topic gets REQUEST_TIMED_OUT
+(it is still created; server/topic_admin.py).
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ from logbroker.errors import (
     InvalidRequestError,
     InvalidTopicError,
     KafkaError,
+    TopicAuthorizationFailedError,
 )
 from logbroker.metadata.model import TopicInfo
+from logbroker.server import topic_admin
 from logbroker.server.apis.describe_configs import topic_config_entries
+from logbroker.server.authorization import may_create_topic
 
 API_KEY = 19
 NO_NUM_PARTITIONS = -1
@@ -35,7 +39,7 @@ NO_REPLICATION_FACTOR = -1
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def handle(broker, request) -> dict:
+async def handle(broker, request) -> dict:
     body = request.body
     counts = Counter(topic.name for topic in body.topics)
     results = []
@@ -43,7 +47,10 @@ def handle(broker, request) -> dict:
         try:
             if counts[topic.name] > 1:
                 raise InvalidRequestError("Found multiple entries for this topic.")
-            info = create_topic(broker, topic, validate_only=body.validate_only)
+            if not may_create_topic(broker, request, topic.name):
+                raise TopicAuthorizationFailedError(f"Not authorized to create topic {topic.name}.")
+            info = await create_topic(broker, topic, validate_only=body.validate_only,
+                                      timeout_ms=int(body.timeout.total_seconds() * 1000))
         except KafkaError as exc:
             results.append({"name": topic.name, "topic_id": ZERO_UUID, "error_code": exc.code,
                             "error_message": str(exc) or None, "num_partitions": -1,
@@ -61,7 +68,7 @@ def handle(broker, request) -> dict:
     return {"topics": results}
 
 
-def create_topic(broker, topic, *, validate_only: bool) -> TopicInfo:
+async def create_topic(broker, topic, *, validate_only: bool, timeout_ms: int) -> TopicInfo:
     """Create (or validate) one CreatableTopic. Raises the KafkaError to answer it with."""
     null_configs = [c.name for c in topic.configs if c.value is None]
     if null_configs:
@@ -72,10 +79,10 @@ def create_topic(broker, topic, *, validate_only: bool) -> TopicInfo:
         raise InvalidRequestError("Both numPartitions or replicationFactor and replicasAssignments "
                                   "were set. Both cannot be used at the same time.")
     _check_collision(broker, topic.name)
-    return broker.create_topic(topic.name, num_partitions=topic.num_partitions,
-                               replication_factor=topic.replication_factor,
-                               configs={c.name: c.value for c in topic.configs},
-                               assignment=assignment or None, validate_only=validate_only)
+    return await topic_admin.create_topic(
+        broker, topic.name, num_partitions=topic.num_partitions,
+        replication_factor=topic.replication_factor, configs={c.name: c.value for c in topic.configs},
+        assignment=assignment or None, validate_only=validate_only, timeout_ms=timeout_ms)
 
 
 def _check_collision(broker, name: str) -> None:

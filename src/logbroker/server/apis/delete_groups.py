@@ -7,6 +7,8 @@ tombstones for its offsets and metadata are appended to `__consumer_offsets` bef
 from __future__ import annotations
 
 from logbroker.errors import KafkaError
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import require_group
 
 API_KEY = 42
 
@@ -15,6 +17,7 @@ async def handle(broker, request) -> dict:
     results = []
     for group_id in request.body.groups_names:
         try:
+            require_group(broker, request, AclOperation.DELETE, group_id)
             await broker.group_coordinator.delete_group(group_id)
             code = 0
         except KafkaError as exc:

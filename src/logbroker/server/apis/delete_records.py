@@ -13,7 +13,9 @@ offset has moved; followers here learn the new start from their next fetch.)
 from __future__ import annotations
 
 from logbroker.errors import KafkaError, PolicyViolationError
+from logbroker.security.acl import AclOperation
 from logbroker.server.apis.offset_for_leader_epoch import hosted_partition
+from logbroker.server.authorization import require_topic
 from logbroker.types import TopicPartition
 
 API_KEY = 21
@@ -27,6 +29,7 @@ def handle(broker, request) -> dict:
             tp = TopicPartition(topic.name, p.partition_index)
             entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
             try:
+                require_topic(broker, request, AclOperation.DELETE, topic.name)
                 partition = hosted_partition(broker, tp)
                 partition.require_leader()
                 if not partition.log.config.delete:

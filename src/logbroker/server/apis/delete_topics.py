@@ -3,8 +3,9 @@
 As Kafka's ZooKeeper-era broker: with delete.topic.enable=false every topic gets
 TOPIC_DELETION_DISABLED (v3+; older versions have no such code and get INVALID_REQUEST); an
 unknown name is UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID, and an entry with both
-a name and an id INVALID_REQUEST. v6 answers each topic with its name and id. A topic's logs are
-deleted before the answer, so a topic of the same name can be created right after.
+a name and an id INVALID_REQUEST. v6 answers each topic with its name and id. The answer comes
+once the topic is gone — its logs deleted on a single node, gone from this broker's metadata on a
+cluster (REQUEST_TIMED_OUT after timeout_ms) — so a topic of the same name can be created right after.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from logbroker.errors import (
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
+from logbroker.security.acl import AclOperation
+from logbroker.server import topic_admin
+from logbroker.server.authorization import require_topic
 
 API_KEY = 20
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def handle(broker, request) -> dict:
+async def handle(broker, request) -> dict:
     body = request.body
     if request.api_version >= 6:
         wanted = [(t.name, t.topic_id or ZERO_UUID) for t in body.topics]
@@ -39,8 +43,10 @@ def handle(broker, request) -> dict:
                     raise TopicDeletionDisabledError("Topic deletion is disabled.")
                 raise InvalidRequestError("Topic deletion is disabled.")
             name, topic_id = _resolve(broker, name, topic_id)
+            require_topic(broker, request, AclOperation.DELETE, name)
             result.update(name=name, topic_id=topic_id)
-            broker.delete_topic(name)
+            await topic_admin.delete_topic(broker, name,
+                                           timeout_ms=int(body.timeout.total_seconds() * 1000))
         except KafkaError as exc:
             result.update(error_code=exc.code, error_message=str(exc) or None)
         responses.append(result)

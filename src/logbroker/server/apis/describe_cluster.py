@@ -8,6 +8,9 @@ of those Kafka defines for the cluster resource.
 
 from __future__ import annotations
 
+from logbroker.security.acl import CLUSTER_NAME
+from logbroker.server.authorization import CLUSTER, authorized_operations
+
 API_KEY = 60
 
 BROKERS_ENDPOINT_TYPE = 1
@@ -36,7 +39,14 @@ def handle(broker, request) -> dict:
         "controller_id": broker.controller_id,
         "brokers": [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
                     for b in broker.brokers(getattr(request.connection, "listener_name", None))],
-        "cluster_authorized_operations": (ALL_CLUSTER_OPERATIONS
+        "cluster_authorized_operations": (cluster_operations(broker, request)
                                           if body.include_cluster_authorized_operations
                                           else NO_AUTHORIZED_OPERATIONS),
     }
+
+
+def cluster_operations(broker, request) -> int:
+    """The operations allowed on the cluster: all of them without an authorizer."""
+    if broker.authorizer is None:
+        return ALL_CLUSTER_OPERATIONS
+    return authorized_operations(broker, request, CLUSTER, CLUSTER_NAME)

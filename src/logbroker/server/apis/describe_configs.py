@@ -21,6 +21,8 @@ from __future__ import annotations
 from logbroker.errors import InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from logbroker.metadata.controller import validate_topic_name
 from logbroker.metadata.model import TopicInfo
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import require_config_access
 from logbroker.server.config import BROKER_CONFIGS, LOG_CONFIG_SYNONYMS, ConfigSource
 from logbroker.storage.log_config import TOPIC_CONFIGS, format_value
 
@@ -52,6 +54,7 @@ def handle(broker, request) -> dict:
                   "error_code": 0, "error_message": None, "configs": []}
         keys = set(resource.configuration_keys) if resource.configuration_keys else None
         try:
+            require_config_access(broker, request, AclOperation.DESCRIBE_CONFIGS, resource)
             if resource.resource_type == TOPIC:
                 result["configs"] = describe_topic(broker, resource.resource_name, keys=keys,
                                                    include_synonyms=include_synonyms,

@@ -7,6 +7,8 @@ is Stable (as Kafka); an unknown group is answered as state "Dead" with no error
 from __future__ import annotations
 
 from logbroker.errors import KafkaError
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import require_group
 
 API_KEY = 15
 NO_AUTHORIZED_OPERATIONS = -2147483648
@@ -16,6 +18,7 @@ def handle(broker, request) -> dict:
     groups = []
     for group_id in request.body.groups:
         try:
+            require_group(broker, request, AclOperation.DESCRIBE, group_id)
             described = broker.group_coordinator.describe_group(group_id)
         except KafkaError as exc:
             described = {"error_code": exc.code, "group_id": group_id, "group_state": "",

@@ -7,14 +7,20 @@ twice DUPLICATE_RESOURCE, as in Kafka.
 
 from __future__ import annotations
 
-from logbroker.errors import DuplicateResourceError, ResourceNotFoundError
+from logbroker.errors import DuplicateResourceError, KafkaError, ResourceNotFoundError
+from logbroker.security.acl import AclOperation
 from logbroker.security.scram import MECHANISMS
+from logbroker.server.authorization import require_cluster
 
 API_KEY = 50
 
 
 def handle(broker, request) -> dict:
-    stored = broker.store.scram_users()
+    try:
+        require_cluster(broker, request, AclOperation.DESCRIBE)
+    except KafkaError as exc:
+        return {"error_code": exc.code, "error_message": str(exc), "results": []}
+    stored = broker.credential_store.scram_users()
     asked = [u.name for u in (request.body.users or ())]
     names = asked or sorted(stored)
     results = []

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import inspect
 
-from logbroker.errors import UnknownTopicIdError
+from logbroker.errors import TopicAuthorizationFailedError, UnknownTopicIdError
 from logbroker.protocol.responses.fetch import FetchPartitionData, FetchTopicData, encode_fetch_response
 from logbroker.replication.replica_manager import FetchPartitionRequest
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import TOPIC, allowed_names, cluster_allowed
 from logbroker.types import TopicPartition
 
 API_KEY = 1
@@ -24,18 +26,30 @@ def handle(broker, request):
     """Reads at once; only a fetch that must wait for min.bytes is asynchronous."""
     body = request.body
     names = _topic_names(broker, body, request.api_version)
+    replica_id = body.replica_state.replica_id if request.api_version >= 15 else body.replica_id
+    denied = frozenset() if broker.authorizer is None else unreadable(broker, request, replica_id, names)
     requested = [FetchPartitionRequest(TopicPartition(name, p.partition), p.fetch_offset,
                                        p.partition_max_bytes, getattr(p, "current_leader_epoch", -1))
-                 for t, name in zip(body.topics, names) if name is not None for p in t.partitions]
-    replica_id = body.replica_state.replica_id if request.api_version >= 15 else body.replica_id
+                 for t, name in zip(body.topics, names) if name is not None and name not in denied
+                 for p in t.partitions]
     results = broker.replica_manager.fetch_messages(
         replica_id=replica_id, max_wait_ms=int(body.max_wait.total_seconds() * 1000),
         min_bytes=body.min_bytes, max_bytes=body.max_bytes, partitions=requested)
     if (metrics := broker.replica_manager.metrics) is not None:
         results = metrics.on_fetch(replica_id, results)
     if inspect.isawaitable(results):
-        return _respond_later(request, names, results)
-    return _respond(request, names, results)
+        return _respond_later(request, names, results, denied)
+    return _respond(request, names, results, denied)
+
+
+def unreadable(broker, request, replica_id: int, names: list[str | None]) -> frozenset[str]:
+    """The topics this fetch may not read: all of them for a follower without CLUSTER_ACTION on
+    the cluster, else those without READ."""
+    wanted = {n for n in names if n is not None}
+    if replica_id >= 0:
+        return frozenset() if cluster_allowed(broker, request, AclOperation.CLUSTER_ACTION) \
+            else frozenset(wanted)
+    return frozenset(wanted - allowed_names(broker, request, AclOperation.READ, TOPIC, wanted))
 
 
 def _topic_names(broker, body, version: int) -> list[str | None]:
@@ -46,11 +60,11 @@ def _topic_names(broker, body, version: int) -> list[str | None]:
     return [info.name if info else None for info in infos]
 
 
-async def _respond_later(request, names, pending):
-    return _respond(request, names, await pending)
+async def _respond_later(request, names, pending, denied):
+    return _respond(request, names, await pending, denied)
 
 
-def _respond(request, names, results):
+def _respond(request, names, results, denied):
     body = request.body
     committed = body.isolation_level == 1
     topics = []
@@ -59,6 +73,9 @@ def _respond(request, names, results):
         for p in t.partitions:
             if name is None:
                 partitions.append(FetchPartitionData(p.partition, UnknownTopicIdError.code, -1))
+                continue
+            if name in denied:
+                partitions.append(FetchPartitionData(p.partition, TopicAuthorizationFailedError.code, -1))
                 continue
             r = results[TopicPartition(name, p.partition)]
             partitions.append(FetchPartitionData(

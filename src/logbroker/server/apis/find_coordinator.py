@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 
 from logbroker.errors import CoordinatorNotAvailableError, InvalidGroupIdError, InvalidRequestError, KafkaError
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import require_group
 
 API_KEY = 10
 GROUP_KEY_TYPE = 0
@@ -24,16 +26,17 @@ def handle(broker, request) -> dict:
     key_type = getattr(body, "key_type", GROUP_KEY_TYPE)
     listener = getattr(request.connection, "listener_name", None)
     if request.api_version >= 4:
-        return {"coordinators": [dict(_find(broker, key_type, key, listener), key=key) for key in body.coordinator_keys]}
-    return _find(broker, key_type, body.key, listener)
+        return {"coordinators": [dict(_find(broker, request, key_type, key, listener), key=key) for key in body.coordinator_keys]}
+    return _find(broker, request, key_type, body.key, listener)
 
 
-def _find(broker, key_type: int, key: str, listener: str | None = None) -> dict:
+def _find(broker, request, key_type: int, key: str, listener: str | None = None) -> dict:
     try:
         if key_type == TRANSACTION_KEY_TYPE:
             raise CoordinatorNotAvailableError("Transactions are not supported by this broker")
         if key_type != GROUP_KEY_TYPE:
             raise InvalidRequestError(f"Unknown coordinator key type {key_type}")
+        require_group(broker, request, AclOperation.DESCRIBE, key)
         coordinator = broker.group_coordinator
         if not key:
             raise InvalidGroupIdError("The group id is empty")

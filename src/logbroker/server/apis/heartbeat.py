@@ -4,6 +4,8 @@ to rejoin."""
 from __future__ import annotations
 
 from logbroker.errors import KafkaError
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import require_group
 
 API_KEY = 12
 
@@ -11,6 +13,7 @@ API_KEY = 12
 def handle(broker, request) -> dict:
     body = request.body
     try:
+        require_group(broker, request, AclOperation.READ, body.group_id)
         broker.group_coordinator.heartbeat(group_id=body.group_id, member_id=body.member_id,
                                            group_instance_id=getattr(body, "group_instance_id", None),
                                            generation_id=body.generation_id)

@@ -19,7 +19,9 @@ from __future__ import annotations
 from collections import Counter
 
 from logbroker.errors import InvalidConfigError, InvalidRequestError
+from logbroker.security.acl import AclOperation
 from logbroker.server.apis.alter_configs import alter_resources, existing_topic, store_topic_configs
+from logbroker.server.authorization import require_config_access
 from logbroker.storage.log_config import TOPIC_CONFIGS
 
 API_KEY = 44
@@ -27,7 +29,7 @@ API_KEY = 44
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
-def handle(broker, request) -> dict:
+async def handle(broker, request) -> dict:
     body = request.body
     resource_counts = Counter((r.resource_type, r.resource_name) for r in body.resources)
 
@@ -37,14 +39,15 @@ def handle(broker, request) -> dict:
         duplicates = sorted(k for k, n in Counter(c.name for c in resource.configs).items() if n > 1)
         if duplicates:
             raise InvalidRequestError(f"Error due to duplicate config keys: {', '.join(duplicates)}")
+        require_config_access(broker, request, AclOperation.ALTER_CONFIGS, resource)
 
-    return alter_resources(
+    return await alter_resources(
         broker, body.resources, api_name="IncrementalAlterConfigs", check=check,
         alter_topic=lambda resource: alter_topic(broker, resource.resource_name, resource.configs,
                                                  validate_only=body.validate_only))
 
 
-def alter_topic(broker, name: str, operations, *, validate_only: bool) -> None:
+async def alter_topic(broker, name: str, operations, *, validate_only: bool) -> None:
     info = existing_topic(broker, name)
     overrides = dict(info.configs)
     current = None  # the effective values, computed on first APPEND / SUBTRACT
@@ -74,7 +77,7 @@ def alter_topic(broker, name: str, operations, *, validate_only: bool) -> None:
             overrides[key] = ",".join(new)
         else:
             raise InvalidRequestError(f"Unknown config operation {op.config_operation} for config key: {key}")
-    store_topic_configs(broker, name, overrides, validate_only=validate_only)
+    await store_topic_configs(broker, name, overrides, validate_only=validate_only)
 
 
 def _split(text: str) -> list[str]:

@@ -22,8 +22,13 @@ from __future__ import annotations
 
 import logging
 
-from logbroker.errors import InvalidRequestError, TransactionalIdAuthorizationFailedError
+from logbroker.errors import (
+    ClusterAuthorizationFailedError,
+    InvalidRequestError,
+    TransactionalIdAuthorizationFailedError,
+)
 from logbroker.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from logbroker.server.authorization import idempotence_allowed
 
 API_KEY = 22
 
@@ -38,6 +43,8 @@ def handle(broker, request) -> dict:
         return _error(InvalidRequestError.code)
     transactional_id = body.transactional_id
     if transactional_id is None:
+        if not idempotence_allowed(broker, request):
+            return _error(ClusterAuthorizationFailedError.code)
         return {"error_code": 0, "producer_id": broker.producer_ids.generate_producer_id(),
                 "producer_epoch": 0}
     if not transactional_id:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from logbroker.coordinator.group_coordinator import MemberIdRequired
 from logbroker.errors import KafkaError
+from logbroker.security.acl import AclOperation
 from logbroker.server.apis._groups import client_host, ms
+from logbroker.server.authorization import require_group
 
 API_KEY = 11
 
@@ -22,6 +24,7 @@ async def handle(broker, request) -> dict:
     session_timeout_ms = ms(body.session_timeout)
     rebalance_timeout_ms = ms(body.rebalance_timeout) if version >= 1 else session_timeout_ms
     try:
+        require_group(broker, request, AclOperation.READ, body.group_id)
         response = await broker.group_coordinator.join_group(
             group_id=body.group_id, member_id=body.member_id,
             group_instance_id=getattr(body, "group_instance_id", None),

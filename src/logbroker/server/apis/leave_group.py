@@ -8,6 +8,8 @@ request failed.
 from __future__ import annotations
 
 from logbroker.errors import KafkaError
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import require_group
 
 API_KEY = 13
 
@@ -18,6 +20,7 @@ def handle(broker, request) -> dict:
     leaving = ([(m.member_id, m.group_instance_id) for m in body.members] if batched
                else [(body.member_id, None)])
     try:
+        require_group(broker, request, AclOperation.READ, body.group_id)
         results = broker.group_coordinator.leave_group(body.group_id, leaving)
     except KafkaError as exc:
         return {"error_code": exc.code, "members": []}

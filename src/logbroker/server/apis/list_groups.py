@@ -5,6 +5,9 @@ v3+ adds each group's state, v4 a states filter (matched case-insensitively), v5
 """
 
 from __future__ import annotations
+from logbroker.errors import CoordinatorLoadInProgressError
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import GROUP, allowed, cluster_allowed
 
 API_KEY = 16
 
@@ -19,4 +22,9 @@ def handle(broker, request) -> dict:
                "group_type": "classic"}
               for g in broker.group_coordinator.owned_groups()
               if not states or g.state.value.lower() in states]
-    return {"error_code": 0, "groups": groups}
+    if not cluster_allowed(broker, request, AclOperation.DESCRIBE, log_denied=False):
+        groups = [g for g in groups if allowed(broker, request, AclOperation.DESCRIBE, GROUP,
+                                               g["group_id"], log_denied=False)]
+    # As Kafka: what is loaded so far, with COORDINATOR_LOAD_IN_PROGRESS while a partition loads.
+    loading = broker.group_coordinator.is_loading
+    return {"error_code": CoordinatorLoadInProgressError.code if loading else 0, "groups": groups}

@@ -10,6 +10,8 @@ from logbroker.protocol.responses.list_offsets import (
     ListOffsetsTopicResult,
     encode_list_offsets_response,
 )
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import require_topic
 from logbroker.types import TopicPartition
 
 API_KEY = 2
@@ -24,6 +26,7 @@ def handle(broker, request):
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
             try:
+                require_topic(broker, request, AclOperation.DESCRIBE, topic.name)
                 found = broker.replica_manager.fetch_offset_for_timestamp(
                     tp, p.timestamp, current_leader_epoch=getattr(p, "current_leader_epoch", -1),
                     only_committed=only_committed)

@@ -12,8 +12,15 @@ NO_METADATA). v2-4's retention_time sets an expiry timestamp kept in memory only
 from __future__ import annotations
 
 from logbroker.coordinator.offsets_schema import OffsetAndMetadata
-from logbroker.errors import KafkaError, OffsetMetadataTooLargeError, UnknownTopicOrPartitionError
+from logbroker.errors import (
+    KafkaError,
+    OffsetMetadataTooLargeError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+)
+from logbroker.security.acl import AclOperation
 from logbroker.server.apis._groups import ms
+from logbroker.server.authorization import TOPIC, allowed_names, require_group
 from logbroker.types import TopicPartition
 
 API_KEY = 8
@@ -26,12 +33,15 @@ async def handle(broker, request) -> dict:
     max_metadata = broker.config.offset_metadata_max_bytes
     codes: dict[TopicPartition, int] = {}
     valid: dict[TopicPartition, OffsetAndMetadata] = {}
+    readable = allowed_names(broker, request, AclOperation.READ, TOPIC, (t.name for t in body.topics))
     for topic in body.topics:
         info = broker.store.topic(topic.name)
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
             metadata = p.committed_metadata or ""
-            if info is None or not 0 <= p.partition_index < info.num_partitions:
+            if topic.name not in readable:
+                codes[tp] = TopicAuthorizationFailedError.code
+            elif info is None or not 0 <= p.partition_index < info.num_partitions:
                 codes[tp] = UnknownTopicOrPartitionError.code
             elif len(metadata.encode()) > max_metadata:
                 codes[tp] = OffsetMetadataTooLargeError.code
@@ -40,6 +50,7 @@ async def handle(broker, request) -> dict:
                     p.committed_offset, getattr(p, "committed_leader_epoch", -1), metadata, now_ms,
                     now_ms + retention_ms if retention_ms >= 0 else -1)
     try:
+        require_group(broker, request, AclOperation.READ, body.group_id)
         await broker.group_coordinator.commit_offsets(
             group_id=body.group_id, member_id=body.member_id,
             group_instance_id=getattr(body, "group_instance_id", None),

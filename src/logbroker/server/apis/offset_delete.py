@@ -7,7 +7,9 @@ Deleting an offset that was never committed succeeds.
 
 from __future__ import annotations
 
-from logbroker.errors import KafkaError, UnknownTopicOrPartitionError
+from logbroker.errors import KafkaError, TopicAuthorizationFailedError, UnknownTopicOrPartitionError
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import TOPIC, allowed_names, require_group
 from logbroker.types import TopicPartition
 
 API_KEY = 47
@@ -17,15 +19,19 @@ async def handle(broker, request) -> dict:
     body = request.body
     codes: dict[TopicPartition, int] = {}
     wanted = []
+    readable = allowed_names(broker, request, AclOperation.READ, TOPIC, (t.name for t in body.topics))
     for topic in body.topics:
         info = broker.store.topic(topic.name)
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < info.num_partitions:
+            if topic.name not in readable:
+                codes[tp] = TopicAuthorizationFailedError.code
+            elif info is None or not 0 <= p.partition_index < info.num_partitions:
                 codes[tp] = UnknownTopicOrPartitionError.code
             else:
                 wanted.append(tp)
     try:
+        require_group(broker, request, AclOperation.DELETE, body.group_id)
         results = await broker.group_coordinator.delete_offsets(body.group_id, wanted)
     except KafkaError as exc:
         return {"error_code": exc.code, "topics": []}

@@ -8,7 +8,9 @@ wait: without transactions no offset is ever pending.
 
 from __future__ import annotations
 
-from logbroker.errors import KafkaError
+from logbroker.errors import KafkaError, TopicAuthorizationFailedError
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import TOPIC, allowed_names, require_group
 from logbroker.types import TopicPartition
 
 API_KEY = 9
@@ -21,11 +23,11 @@ def handle(broker, request) -> dict:
         for group in body.groups:
             topics = (None if group.topics is None
                       else [(t.name, t.partition_indexes) for t in group.topics])
-            result = _fetch(broker, group.group_id, topics)
+            result = _fetch(broker, request, group.group_id, topics)
             groups.append(dict(result, group_id=group.group_id))
         return {"groups": groups}
     topics = None if body.topics is None else [(t.name, t.partition_indexes) for t in body.topics]
-    result = _fetch(broker, body.group_id, topics)
+    result = _fetch(broker, request, body.group_id, topics)
     if request.api_version < 2 and result["error_code"]:
         # v0-1 have no top-level error: every partition carries it.
         code = result["error_code"]
@@ -34,12 +36,15 @@ def handle(broker, request) -> dict:
     return result
 
 
-def _fetch(broker, group_id: str, topics: list[tuple[str, list[int]]] | None) -> dict:
+def _fetch(broker, request, group_id: str, topics: list[tuple[str, list[int]]] | None) -> dict:
     wanted = None if topics is None else [TopicPartition(name, p) for name, parts in topics for p in parts]
     try:
+        require_group(broker, request, AclOperation.DESCRIBE, group_id)
         offsets = broker.group_coordinator.fetch_offsets(group_id, wanted)
     except KafkaError as exc:
         return {"error_code": exc.code, "topics": []}
+    if broker.authorizer is not None:
+        return _fetch_authorized(broker, request, offsets, topics)
     by_topic: dict[str, list[dict]] = {}
     for tp, committed in sorted(offsets.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
         by_topic.setdefault(tp.topic, []).append(_partition(tp.partition, committed, 0))
@@ -47,6 +52,22 @@ def _fetch(broker, group_id: str, topics: list[tuple[str, list[int]]] | None) ->
         by_topic = {name: [_partition(p, offsets.get(TopicPartition(name, p)), 0) for p in parts]
                     for name, parts in topics}
     return {"error_code": 0, "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()]}
+
+
+def _fetch_authorized(broker, request, offsets, topics: list[tuple[str, list[int]]] | None) -> dict:
+    """The answer for a principal: topics it may not DESCRIBE are left out of an all-topics fetch
+    and answered TOPIC_AUTHORIZATION_FAILED when named."""
+    describable = allowed_names(broker, request, AclOperation.DESCRIBE, TOPIC,
+                                (tp.topic for tp in offsets) if topics is None else (n for n, _ in topics),
+                                log_denied=topics is not None)
+    if topics is None:
+        topics = sorted({tp.topic: [] for tp in offsets if tp.topic in describable}.items())
+        topics = [(name, sorted(tp.partition for tp in offsets if tp.topic == name)) for name, _ in topics]
+    return {"error_code": 0, "topics": [
+        {"name": name, "partitions": [
+            _partition(p, offsets.get(TopicPartition(name, p)), 0) if name in describable
+            else _partition(p, None, TopicAuthorizationFailedError.code) for p in parts]}
+        for name, parts in topics]}
 
 
 def _partition(partition: int, committed, code: int) -> dict:

@@ -13,6 +13,8 @@ NOT_LEADER_OR_FOLLOWER, so the client refreshes its metadata.
 from __future__ import annotations
 
 from logbroker.errors import KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import require_cluster, require_topic
 from logbroker.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from logbroker.types import TopicPartition
 
@@ -27,6 +29,7 @@ def handle(broker, request) -> dict:
             entry = {"partition": p.partition, "error_code": 0,
                      "leader_epoch": UNDEFINED_EPOCH, "end_offset": UNDEFINED_EPOCH_OFFSET}
             try:
+                require_epoch_access(broker, request, topic.topic)
                 partition = hosted_partition(broker, TopicPartition(topic.topic, p.partition))
                 partition.check_leader_epoch(p.current_leader_epoch)
                 partition.require_leader()
@@ -39,6 +42,16 @@ def handle(broker, request) -> dict:
             partitions.append(entry)
         topics.append({"topic": topic.topic, "partitions": partitions})
     return {"topics": topics}
+
+
+def require_epoch_access(broker, request, topic: str) -> None:
+    """A follower needs CLUSTER_ACTION on the cluster, a consumer DESCRIBE on the topic."""
+    if broker.authorizer is None:
+        return
+    if getattr(request.body, "replica_id", -1) >= 0:
+        require_cluster(broker, request, AclOperation.CLUSTER_ACTION)
+    else:
+        require_topic(broker, request, AclOperation.DESCRIBE, topic)
 
 
 def hosted_partition(broker, tp: TopicPartition):

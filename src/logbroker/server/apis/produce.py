@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import inspect
 
+from logbroker.errors import TopicAuthorizationFailedError
 from logbroker.protocol.responses.produce import ProducePartitionResult, ProduceTopicResult, encode_produce_response
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import TOPIC, allowed_names
 from logbroker.server.network import CLOSE
 from logbroker.types import TopicPartition
 
@@ -24,22 +27,39 @@ def handle(broker, request):
     for topic in body.topic_data:
         for partition in topic.partition_data:
             entries[TopicPartition(topic.name, partition.index)] = partition.records or b""
+    denied = () if broker.authorizer is None else unwritable(broker, request, entries)
     results = broker.replica_manager.append_records_now(
         timeout_ms=int(body.timeout.total_seconds() * 1000), required_acks=body.acks, entries=entries)
     if inspect.isawaitable(results):
-        return _respond_later(request, results)
-    return _respond(request, results)
+        return _respond_later(request, results, denied)
+    return _respond(request, results, denied)
 
 
-async def _respond_later(request, pending):
-    return _respond(request, await pending)
+def unwritable(broker, request, entries: dict[TopicPartition, bytes]) -> list[TopicPartition]:
+    """Remove from `entries` the partitions of topics the principal may not WRITE; return them."""
+    topics = {tp.topic for tp in entries}
+    writable = allowed_names(broker, request, AclOperation.WRITE, TOPIC, topics)
+    if len(writable) == len(topics):
+        return []
+    denied = [tp for tp in entries if tp.topic not in writable]
+    for tp in denied:
+        del entries[tp]
+    return denied
 
 
-def _respond(request, results):
+async def _respond_later(request, pending, denied):
+    return _respond(request, await pending, denied)
+
+
+def _respond(request, results, denied=()):
     body = request.body
     if body.acks == 0:
-        return CLOSE if any(r.error is not None for r in results.values()) else None
+        return CLOSE if denied or any(r.error is not None for r in results.values()) else None
     by_topic: dict[str, list[ProducePartitionResult]] = {}
+    for tp in denied:
+        by_topic.setdefault(tp.topic, []).append(ProducePartitionResult(
+            tp.partition, TopicAuthorizationFailedError.code,
+            error_message=f"Not authorized to write to topic {tp.topic}"))
     for tp, r in results.items():
         error = r.error
         by_topic.setdefault(tp.topic, []).append(ProducePartitionResult(

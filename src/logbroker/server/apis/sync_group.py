@@ -8,6 +8,8 @@ group's (INCONSISTENT_GROUP_PROTOCOL) and echoed back.
 from __future__ import annotations
 
 from logbroker.errors import KafkaError
+from logbroker.security.acl import AclOperation
+from logbroker.server.authorization import require_group
 
 API_KEY = 14
 
@@ -15,6 +17,7 @@ API_KEY = 14
 async def handle(broker, request) -> dict:
     body = request.body
     try:
+        require_group(broker, request, AclOperation.READ, body.group_id)
         return await broker.group_coordinator.sync_group(
             group_id=body.group_id, generation_id=body.generation_id, member_id=body.member_id,
             group_instance_id=getattr(body, "group_instance_id", None),

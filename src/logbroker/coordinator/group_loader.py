@@ -1,0 +1,194 @@
+"""Which `__consumer_offsets` partitions this broker coordinates, and reading their groups back.
+
+Kafka's GroupMetadataManager (ownedPartitions, loadingPartitions, epochForPartitionId,
+doLoadGroupsAndOffsets) and GroupCoordinator.onElection / onResignation. `GroupLoader` is
+ReplicaManager's leadership listener for the coordinator: when this broker becomes leader of an
+offsets partition, the partition is *loading* until its log has been replayed into groups (in a
+worker thread, up to the log end offset), then *owned*; when it stops leading, its groups are
+dropped. `CoordinatedPartitions` keeps that bookkeeping; the coordinator installs and unloads the
+groups themselves (their timers and parked requests are its business).
+
+Why the epoch: a load runs in a worker thread and may finish after this broker has lost the
+partition (and maybe won it back, with another broker's writes in between). A load started at
+leader epoch e is installed only if the partition is still loading at e when it ends; otherwise it
+is discarded, and a newer election has started a load of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from logbroker.clock import Clock
+from logbroker.coordinator.group_metadata import GroupMetadata, GroupState, MemberMetadata
+from logbroker.coordinator.offsets_log import replay
+from logbroker.coordinator.offsets_schema import (
+    OFFSETS_TOPIC,
+    GroupMetadataKey,
+    GroupMetadataRecord,
+    OffsetAndMetadata,
+    OffsetCommitKey,
+    UnknownSchemaError,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+)
+from logbroker.storage.log import Log
+from logbroker.types import TopicPartition
+
+log = logging.getLogger("kafka.coordinator.group.GroupMetadataManager")
+
+
+class CoordinatedPartitions:
+    """Invariants: a partition is in at most one of `loading` and `owned`; `epochs[p]` is the
+    newest leader epoch seen for partition p (in an election or a resignation) and never goes
+    back; `loading[p]` is the epoch whose load may still be installed. Event loop only."""
+
+    def __init__(self) -> None:
+        self.epochs: dict[int, int] = {}
+        self.loading: dict[int, int] = {}
+        self.owned: set[int] = set()
+
+    def elect(self, partition: int, epoch: int) -> bool:
+        """This broker leads `partition` at `epoch`. True when a load must start; False for a
+        stale epoch, a load already running at this epoch, or a partition already owned (a
+        re-election of this broker keeps the groups it holds, parked requests included)."""
+        if epoch < self.epochs.get(partition, -1):
+            return False
+        self.epochs[partition] = epoch
+        if partition in self.owned or self.loading.get(partition) == epoch:
+            return False
+        self.loading[partition] = epoch
+        return True
+
+    def finish(self, partition: int, epoch: int) -> bool:
+        """A load started at `epoch` ended: True (and the partition is owned) if it still counts."""
+        if self.loading.get(partition) != epoch:
+            return False
+        del self.loading[partition]
+        self.owned.add(partition)
+        return True
+
+    def resign(self, partition: int, epoch: int | None) -> bool:
+        """This broker no longer leads `partition` (at `epoch`; None: the replica was stopped).
+        True if its groups were loaded or loading and must be dropped."""
+        if epoch is not None:
+            if epoch < self.epochs.get(partition, -1):
+                return False
+            self.epochs[partition] = epoch
+        held = partition in self.owned or partition in self.loading
+        self.owned.discard(partition)
+        self.loading.pop(partition, None)
+        return held
+
+
+class GroupLoader:
+    """Runs on the event loop; only `load_groups` runs in a worker thread."""
+
+    RETRY_S = 1.0  # after a failed load (a segment swapped by the cleaner under the reader, …)
+
+    def __init__(self, *, install: Callable[[dict[str, GroupMetadata]], None],
+                 unload: Callable[[int], int], clock: Clock) -> None:
+        self.partitions = CoordinatedPartitions()
+        self._install = install
+        self._unload = unload
+        self._clock = clock
+
+    def on_leadership_change(self, tp: TopicPartition, partition) -> None:
+        """ReplicaManager's leadership listener: `partition` is None when the replica was stopped."""
+        if tp.topic != OFFSETS_TOPIC:
+            return
+        if partition is not None and partition.is_leader:
+            if self.partitions.elect(tp.partition, partition.leader_epoch):
+                self._load(partition, in_background=True)
+        elif self.partitions.resign(tp.partition, partition.leader_epoch if partition is not None else None):
+            removed = self._unload(tp.partition)
+            log.info("Finished unloading %s: removed %d cached group(s)", tp, removed)
+
+    def load_now(self, partition) -> None:
+        """At startup, before the listeners open: load a partition led here, blocking on disk."""
+        if self.partitions.elect(partition.tp.partition, partition.leader_epoch):
+            self._load(partition, in_background=False)
+
+    def _load(self, partition, *, in_background: bool) -> None:
+        index, epoch, log_ = partition.tp.partition, partition.leader_epoch, partition.log
+        end_offset = log_.log_end_offset
+        started_ms = self._clock.time_ms()
+        if not in_background or end_offset <= log_.log_start_offset:
+            self._finish(partition, epoch, load_groups(log_, end_offset, index, started_ms), started_ms)
+            return
+        log.info("Scheduling loading of offsets and group metadata from %s at leader epoch %d", partition.tp, epoch)
+        future = asyncio.get_running_loop().run_in_executor(None, load_groups, log_, end_offset, index, started_ms)
+        future.add_done_callback(lambda f: self._loaded(partition, epoch, f, started_ms))
+
+    def _loaded(self, partition, epoch: int, future, started_ms: int) -> None:
+        if future.cancelled():
+            return
+        if future.exception() is not None:
+            log.error("Error loading offsets from %s (retrying in %.0f s): %r", partition.tp, self.RETRY_S,
+                      future.exception())
+            asyncio.get_running_loop().call_later(self.RETRY_S, self._retry, partition, epoch)
+            return
+        self._finish(partition, epoch, future.result(), started_ms)
+
+    def _retry(self, partition, epoch: int) -> None:
+        if self.partitions.loading.get(partition.tp.partition) == epoch:  # not resigned or re-elected since
+            self._load(partition, in_background=True)
+
+    def _finish(self, partition, epoch: int, groups: dict[str, GroupMetadata], started_ms: int) -> None:
+        if not self.partitions.finish(partition.tp.partition, epoch):
+            log.info("Discarded the groups loaded from %s at leader epoch %d: leadership moved meanwhile",
+                     partition.tp, epoch)
+            return
+        self._install(groups)
+        log.info("Finished loading %d group(s) from %s at leader epoch %d in %d ms", len(groups), partition.tp,
+                 epoch, self._clock.time_ms() - started_ms)
+
+
+def load_groups(log_: Log, end_offset: int, partition_index: int, now_ms: int) -> dict[str, GroupMetadata]:
+    """The groups stored in `log_` below `end_offset`, with their committed offsets. Members come
+    back as they were, without session timers (the coordinator arms them): those that do not
+    heartbeat within their session timeout are then removed and the group rebalances, as on
+    Kafka. Blocks on disk; touches no coordinator state, so it may run in a worker thread."""
+    offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+    records: dict[str, GroupMetadataRecord | None] = {}
+    for key_bytes, value in replay(log_, end_offset):
+        try:
+            key = decode_key(key_bytes)
+            if isinstance(key, OffsetCommitKey):
+                tp = TopicPartition(key.topic, key.partition)
+                group_offsets = offsets.setdefault(key.group, {})
+                if value is None:
+                    group_offsets.pop(tp, None)
+                else:
+                    group_offsets[tp] = decode_offset_commit_value(value)
+            elif isinstance(key, GroupMetadataKey):
+                records[key.group] = None if value is None else decode_group_metadata_value(value)
+        except (UnknownSchemaError, ValueError, IndexError) as exc:
+            log.warning("Skipping an unreadable record of %s-%d: %s", OFFSETS_TOPIC, partition_index, exc)
+    groups = {}
+    for group_id in set(offsets) | set(records):
+        record = records.get(group_id)
+        group_offsets = offsets.get(group_id, {})
+        if record is None and not group_offsets:
+            continue
+        group = restore_group(group_id, record, now_ms)
+        group.offsets = group_offsets
+        groups[group_id] = group
+    return groups
+
+
+def restore_group(group_id: str, record: GroupMetadataRecord | None, now_ms: int) -> GroupMetadata:
+    """A group as its latest metadata record left it: Stable with its members, or Empty."""
+    if record is None:
+        return GroupMetadata(group_id, current_state_timestamp_ms=now_ms)
+    group = GroupMetadata(group_id, generation_id=record.generation, protocol_type=record.protocol_type or None,
+                          protocol_name=record.protocol, current_state_timestamp_ms=record.current_state_timestamp_ms)
+    for m in record.members:
+        group.add(MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                 m.rebalance_timeout_ms, m.session_timeout_ms, record.protocol_type,
+                                 [(record.protocol or "", m.subscription)], assignment=m.assignment))
+    group.leader_id = record.leader if record.leader in group.members else next(iter(group.members), None)
+    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+    return group
