@@ -5,7 +5,10 @@ partitions, change topic configs, and elect leaders. It knows nothing of logs or
 writes the store and returns what changed, and the broker applies that to its replicas. A
 single node runs the same controller over the file store (DESIGN.md §4).
 
-Topic names follow Kafka's rules: 1-249 characters of [a-zA-Z0-9._-], not "." or "..".
+Topic names follow Kafka's rules (its Topic.validate): 1-249 characters of [a-zA-Z0-9._-], not "."
+or "..". A topic name becomes a directory name, a field of the line-based checkpoint files and a
+znode name, so the whole string must match — `fullmatch`, never `match` with `$`, which also
+matches before a trailing newline (issue 18: "evil\n" split every checkpoint line).
 """
 
 from __future__ import annotations
@@ -26,21 +29,24 @@ from logbroker.metadata.model import PartitionState, TopicInfo, new_topic_id
 from logbroker.storage.log_config import LogConfig
 from logbroker.types import TopicPartition
 
-LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+", re.ASCII)
 MAX_TOPIC_LENGTH = 249
 
 
 def validate_topic_name(name: str) -> None:
+    """Raise InvalidTopicError (INVALID_TOPIC_EXCEPTION, 17) unless `name` is a legal topic name."""
+    if not isinstance(name, str):
+        raise InvalidTopicError(f"Topic name {name!r} is illegal, it must be a string")
     if not name:
         raise InvalidTopicError("Topic name is illegal, it can't be empty")
     if name in (".", ".."):
         raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
     if len(name) > MAX_TOPIC_LENGTH:
         raise InvalidTopicError(
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters, topic name: {name}")
-    if not LEGAL_TOPIC.match(name):
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters, topic name: {name[:MAX_TOPIC_LENGTH]!r}...")
+    if not LEGAL_TOPIC.fullmatch(name):
         raise InvalidTopicError(
-            f"Topic name {name} is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
+            f"Topic name {name!r} is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
 
 
 class Controller:

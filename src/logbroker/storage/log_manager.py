@@ -247,19 +247,34 @@ class LogManager:
             if current is None or current.cluster_id != self._cluster_id:
                 wanted.write(log_dir / META_PROPERTIES_FILE)
 
-    def _read_checkpoint(self, log_dir: Path, name: str) -> dict[TopicPartition, int]:
+    def _read_checkpoint(self, log_dir: Path, name: str, consequence: str) -> dict[TopicPartition, int] | None:
+        """The checkpoint's entries, or None (with one WARN naming the file, the bad line and
+        `consequence`) if it is malformed. Like Kafka, a malformed file is not half-read: a line
+        that does not parse may have split another partition's entry."""
         try:
             return OffsetCheckpointFile(log_dir / name).read()
         except KafkaStorageError as e:
-            log.warning("Error reading %s; ignoring it (%s)", log_dir / name, e)
-            return {}
+            log.warning("Error reading %s: %s; %s", log_dir / name, e, consequence)
+            return None
 
     def _load_logs(self, work: list[tuple[Path, Path]], started: float) -> None:
-        checkpoints = {
-            log_dir: (self._read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT_FILE),
-                      self._read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE),
-                      self._read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE))
-            for log_dir in self._log_dirs}
+        # A malformed checkpoint is never half-trusted. Recovery points: recover every log of the
+        # dir from its start, as after an unclean shutdown (slow but safe). Log start offsets:
+        # the first segment's base offset (as Kafka). High watermarks: start again from the log
+        # start and rise as the ISR catches up (a high watermark only ever moves up).
+        checkpoints = {}
+        for log_dir in self._log_dirs:
+            recovery_points = self._read_checkpoint(
+                log_dir, RECOVERY_POINT_CHECKPOINT_FILE,
+                "recovering every log in this directory from its first segment")
+            if recovery_points is None:
+                self._had_clean_shutdown[log_dir] = False
+            checkpoints[log_dir] = (
+                recovery_points or {},
+                self._read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE,
+                                      "log start offsets reset to the first segments") or {},
+                self._read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE,
+                                      "high watermarks restart from the log start offsets") or {})
         progress = task = None
         show_progress = sys.stderr is not None and sys.stderr.isatty()
         recovered = 0
