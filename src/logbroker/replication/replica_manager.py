@@ -30,6 +30,7 @@ from logbroker.errors import (
     UnknownServerError,
     UnknownTopicOrPartitionError,
 )
+from logbroker.log_limits import RateLimitedLog
 from logbroker.metadata.model import PartitionState
 from logbroker.replication.group_commit import GroupCommit, acknowledged_end
 from logbroker.replication.partition import Partition
@@ -41,6 +42,7 @@ from logbroker.storage.values import FileRegion, TimestampAndOffset
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.ReplicaManager")
+_limited = RateLimitedLog(log, burst=10, interval_s=60.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +72,9 @@ class FetchResult:
 
 
 def unexpected(tp: TopicPartition, exc: Exception) -> KafkaError:
-    """An exception that is not a KafkaError is a bug: log it once, answer UNKNOWN_SERVER_ERROR."""
-    log.error("Unexpected error on %s: %r", tp, exc, exc_info=exc)
+    """An exception that is not a KafkaError is a bug: log it (one line, rate-limited, the
+    traceback at DEBUG: a client may be able to repeat it), answer UNKNOWN_SERVER_ERROR."""
+    _limited.log(logging.ERROR, "unexpected", "Unexpected error on %s: %r", tp, exc, exc=exc)
     return UnknownServerError(str(exc))
 
 
@@ -340,6 +343,11 @@ class ReplicaManager:
         try:
             if partition is None:
                 raise UnknownTopicOrPartitionError(f"This server does not host {request.tp}")
+            if max_bytes < 0:
+                # A negative partition_max_bytes (or max_bytes) from the client: Kafka's segment
+                # read throws and the partition is answered UNKNOWN_SERVER_ERROR; so here, but
+                # with no stack trace in the log, since any client can send it (issue 18).
+                raise UnknownServerError(f"Invalid max size {max_bytes} for a read of {request.tp}")
             info = partition.read_records(request.fetch_offset, max_bytes=max_bytes,
                                           current_leader_epoch=request.current_leader_epoch,
                                           fetch_only_committed=fetch_only_committed,

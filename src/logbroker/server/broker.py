@@ -19,6 +19,7 @@ from pathlib import Path
 from logbroker.clock import Clock, SystemClock
 from logbroker.coordinator.group_coordinator import GroupCoordinator
 from logbroker.coordinator.producer_ids import ProducerIdManager
+from logbroker.log_limits import StateChangeLog
 from logbroker.metadata.controller import Controller
 from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.metadata_cache import MetadataCache
@@ -338,6 +339,10 @@ class Broker:
         if c.log_cleaner_enable: self._every(c.log_cleaner_backoff_ms, lambda: lm.clean_logs(self.clock.time_ms(), dedupe_buffer_size=c.log_cleaner_dedupe_buffer_size), "log cleaner")
 
     def _every(self, interval_ms: int, work, name: str, *, in_thread: bool = True) -> None:
+        # A failing round (a full disk under the checkpoints) is retried every interval but logged
+        # once per change of error, and once when it works again — not a traceback per tick.
+        state = StateChangeLog(log, f"Periodic task {name}")
+
         async def loop() -> None:
             while True:
                 await asyncio.sleep(interval_ms / 1000)
@@ -346,8 +351,10 @@ class Broker:
                         await asyncio.get_running_loop().run_in_executor(None, work)
                     else:
                         work()
-                except Exception:  # noqa: BLE001 - a failed round is retried next interval
-                    log.exception("Periodic task %s failed", name)
+                except Exception as exc:  # noqa: BLE001 - a failed round is retried next interval
+                    state.failed(exc)
+                else:
+                    state.succeeded()
         self._tasks.append(asyncio.get_running_loop().create_task(loop(), name=name))
 
     async def shutdown(self) -> None:
