@@ -94,32 +94,26 @@ def _null(name: str) -> BodyRejected:
     return BodyRejected(f"non-nullable field {name} was serialized as null")
 
 
-def _legacy_string(name: str, nullable: bool) -> Walker:
-    def walk(buf, pos, end):  # noqa: ANN001, ANN202
-        (n,) = _I16(buf, pos)
-        if n < 0:
-            if n < -1:
-                raise BodyRejected(f"field {name} has string length {n}")
-            if not nullable:
-                raise _null(name)
-            return pos + 2
-        return pos + 2 + n
+def _legacy_sized(unpack, width: int, kind: str) -> Callable[[str, bool], Walker]:
+    """A non-flexible string (int16 length) or bytes (int32 length), -1 for null."""
+    def make(name: str, nullable: bool) -> Walker:
+        def walk(buf, pos, end):  # noqa: ANN001, ANN202
+            (n,) = unpack(buf, pos)
+            if n < 0:
+                if n < -1:
+                    raise BodyRejected(f"field {name} has {kind} length {n}")
+                if not nullable:
+                    raise _null(name)
+                return pos + width
+            return pos + width + n
 
-    return walk
+        return walk
+
+    return make
 
 
-def _legacy_bytes(name: str, nullable: bool) -> Walker:
-    def walk(buf, pos, end):  # noqa: ANN001, ANN202
-        (n,) = _I32(buf, pos)
-        if n < 0:
-            if n < -1:
-                raise BodyRejected(f"field {name} has bytes length {n}")
-            if not nullable:
-                raise _null(name)
-            return pos + 4
-        return pos + 4 + n
-
-    return walk
+_legacy_string = _legacy_sized(_I16, 2, "string")
+_legacy_bytes = _legacy_sized(_I32, 4, "bytes")
 
 
 def _compact_string(name: str, nullable: bool) -> Walker:
