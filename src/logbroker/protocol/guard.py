@@ -180,7 +180,7 @@ def _primitive(kafka_type: str, flexible: bool, name: str, nullable: bool) -> tu
     raise TypeError(f"no walker for kafka_type {kafka_type!r}")
 
 
-def _is_nullable(annotation) -> bool:  # noqa: ANN001
+def is_nullable(annotation) -> bool:  # noqa: ANN001
     """`T | None` in kio's generated classes is a nullable field; a tuple is an array."""
     return get_origin(annotation) in (UnionType, Union) and NoneType in get_args(annotation)
 
@@ -188,7 +188,7 @@ def _is_nullable(annotation) -> bool:  # noqa: ANN001
 def _field_walker(cls: type, field, flexible: bool) -> tuple[Walker | None, int]:  # noqa: ANN001
     kind = classify_field(field)
     name = f"{cls.__name__}.{field.name}"
-    nullable = _is_nullable(field.type)
+    nullable = is_nullable(field.type)
     if isinstance(kind, PrimitiveField):
         return _primitive(field.metadata["kafka_type"], flexible, name, nullable)
     if isinstance(kind, PrimitiveTupleField):
@@ -204,7 +204,7 @@ def _field_walker(cls: type, field, flexible: bool) -> tuple[Walker | None, int]
 
 
 @cache
-def _resolved_fields(cls: type) -> list:
+def resolved_fields(cls: type) -> list:
     """The dataclass fields of `cls` with their annotations resolved (kio's classifier needs types)."""
     hints = get_type_hints(cls)
     out = []
@@ -220,7 +220,7 @@ def _min_size(cls: type) -> int:
     """The fewest bytes an instance of `cls` can take (for the array-length bound)."""
     flexible = cls.__flexible__
     total = 1 if flexible else 0
-    for f in _resolved_fields(cls):
+    for f in resolved_fields(cls):
         if get_field_tag(f) is not None:
             continue
         kind = classify_field(f)
@@ -228,7 +228,7 @@ def _min_size(cls: type) -> int:
             total += _FIXED_SIZES.get(f.metadata["kafka_type"]) or (1 if flexible else 2)
         elif isinstance(kind, (PrimitiveTupleField, EntityTupleField)):
             total += 1 if flexible else 4
-        elif _is_nullable(f.type):
+        elif is_nullable(f.type):
             total += 1
         else:
             total += _min_size(kind.type_)
@@ -241,7 +241,7 @@ def _entity_walker(cls: type) -> Walker:
     steps: list[Walker] = []
     tagged: dict[int, Walker] = {}
     fixed_run = 0
-    for f in _resolved_fields(cls):
+    for f in resolved_fields(cls):
         walker, size = _field_walker(cls, f, flexible)
         tag = get_field_tag(f)
         if tag is not None:

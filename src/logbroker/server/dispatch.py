@@ -113,7 +113,8 @@ class Dispatcher:
         return result
 
     def _failed(self, ctx: RequestContext, exc: Exception):
-        limited.log(logging.ERROR, f"failed {ctx.api_key}",
+        # A KafkaError is the client's doing (WARN); anything else is a bug of ours (ERROR).
+        limited.log(logging.WARNING if isinstance(exc, KafkaError) else logging.ERROR, f"failed {ctx.api_key}",
                     "Closing connection from %s: error handling %s v%d (correlation %d): %r",
                     ctx.connection.peer if ctx.connection else "?", _api_name(ctx.api_key),
                     ctx.api_version, ctx.correlation_id, exc,
