@@ -64,7 +64,8 @@ class StateChangeLog:
         return self._failure is not None
 
     def failed(self, exc: BaseException, level: int = logging.ERROR) -> bool:
-        state = f"{type(exc).__name__}: {exc}"
+        # A KafkaError (it has a code) says what happened in its message; others need their type.
+        state = str(exc) if hasattr(exc, "code") and str(exc) else f"{type(exc).__name__}: {exc}"
         if state == self._failure:
             return False
         self._failure = state

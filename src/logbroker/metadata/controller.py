@@ -18,6 +18,8 @@ from collections.abc import Mapping
 
 from logbroker.errors import (
     InvalidReplicaAssignmentError,
+    KafkaError,
+    KafkaStorageError,
     InvalidPartitionsError,
     InvalidTopicError,
     TopicAlreadyExistsError,
@@ -71,7 +73,14 @@ class Controller:
                 raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
             return info
         self.store.create_topic(info)
-        self._elect(name, info.assignment)
+        try:
+            self._elect(name, info.assignment)
+        except KafkaStorageError:  # no room for the leaders: do not leave a topic without them
+            try:
+                self.store.delete_topic(name)
+            except KafkaError:
+                pass
+            raise
         return info
 
     def delete_topic(self, name: str) -> TopicInfo:

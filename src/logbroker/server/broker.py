@@ -19,7 +19,8 @@ from pathlib import Path
 from logbroker.clock import Clock, SystemClock
 from logbroker.coordinator.group_coordinator import GroupCoordinator
 from logbroker.coordinator.producer_ids import ProducerIdManager
-from logbroker.log_limits import StateChangeLog
+from logbroker.errors import KafkaStorageError
+from logbroker.log_limits import RateLimitedLog, StateChangeLog
 from logbroker.metadata.controller import Controller
 from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.metadata_cache import MetadataCache
@@ -35,6 +36,7 @@ from logbroker.storage.log_manager import LogManager
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.KafkaServer")
+_storage_log = RateLimitedLog(log, burst=5, interval_s=60.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,13 +291,38 @@ class Broker:
         self.apply_partition_states(states)
 
     def apply_partition_states(self, states: dict[TopicPartition, PartitionState]) -> None:
-        """Act on new partition states: lead what this broker leads (followers come with the cluster)."""
+        """Act on new partition states: lead what this broker leads (followers come with the cluster).
+
+        A log that cannot be created (a full or failing log dir: KafkaStorageError) leaves its
+        partition unhosted — produce and fetch answer NOT_LEADER_OR_FOLLOWER, FindCoordinator
+        COORDINATOR_NOT_AVAILABLE — and `host_unhosted_partitions` tries again every few seconds,
+        so the broker serves it once there is room. One rate-limited line, no traceback."""
         for tp, state in states.items():
             info = self.store.topic(tp.topic)
             if info is None or state.leader != self.broker_id:
                 continue
-            self.replica_manager.become_leader(tp, state, info.assignment[tp.partition],
-                                               config=self.topic_log_config(info), topic_id=info.topic_id)
+            try:
+                self.replica_manager.become_leader(tp, state, info.assignment[tp.partition],
+                                                   config=self.topic_log_config(info), topic_id=info.topic_id)
+            except KafkaStorageError as exc:
+                _storage_log.log(logging.WARNING, "unhosted", "Cannot host %s yet, retrying: %s", tp, exc)
+
+    def host_unhosted_partitions(self) -> None:
+        """Single node: lead every partition the store says this broker leads but that has no log
+        here yet (its creation failed on a full disk). Runs on the event loop, periodically."""
+        if self.zk is not None:
+            return
+        hosted = self.replica_manager.partitions
+        missing = {}
+        for name, info in self.store.topics().items():
+            for partition in info.assignment:
+                tp = TopicPartition(name, partition)
+                if tp not in hosted:
+                    state = self.store.partition_state(tp)
+                    if state is not None and state.leader == self.broker_id:
+                        missing[tp] = state
+        if missing:
+            self.apply_partition_states(missing)
 
     def apply_partition_state(self, tp: TopicPartition, state: PartitionState, info: TopicInfo) -> None:
         """Cluster mode: a newer leader epoch for a partition this broker hosts → lead or follow."""
@@ -332,6 +359,7 @@ class Broker:
         self._every(c.log_flush_start_offset_checkpoint_interval_ms, lm.checkpoint_log_start_offsets, "log-start-offset checkpoint")
         self._every(c.replica_high_watermark_checkpoint_interval_ms, lm.checkpoint_high_watermarks, "high-watermark checkpoint")
         self._every(min(c.connections_max_idle_ms, 30_000), self.server.close_idle_connections, "idle connections", in_thread=False)
+        self._every(5000, self.host_unhosted_partitions, "unhosted partitions", in_thread=False)
         if self.cluster is not None:
             rm = self.replica_manager
             self._every(max(c.replica_lag_time_max_ms // 2, 10), lambda: rm.maybe_shrink_isr(c.replica_lag_time_max_ms),

@@ -12,6 +12,19 @@ then load every partition directory with the checkpointed recovery point, log st
 high watermark: with the marker, no recovery; without it, recovery from each recovery point.
 Directories of deleted partitions (`…-delete`) are removed; other entries are skipped.
 
+A full or failing log dir. Kafka takes a log dir that throws an IOException offline, moves its
+leaderships away, and stops a broker whose every log dir has failed. logbroker keeps the dir
+online instead and lets each write fail on its own, because the usual cause — a full disk — goes
+away when room is made, and a single node has nowhere to move leadership to:
+
+- an append that does not fit fails whole with KAFKA_STORAGE_ERROR (nothing half-written is
+  counted: index room is reserved before the batch is written, see abstract_index.py); reads go on;
+- a partition whose log cannot be created is left unhosted and retried every few seconds by the
+  broker (FindCoordinator answers COORDINATOR_NOT_AVAILABLE meanwhile);
+- the checkpoints keep their previous content (they are replaced atomically) and are retried each
+  interval, logged once when they start failing and once when they work again;
+- once there is room, everything resumes without a restart; nothing acknowledged is lost.
+
 Everything here is synchronous and blocks on disk. The server runs `startup`, `flush_dirty_logs`,
 `cleanup_logs`, the checkpoints and `shutdown` in a worker thread; `get_log` is cheap and fine on
 the event loop; `get_or_create_log` and `delete_log` touch the disk briefly. An internal lock
