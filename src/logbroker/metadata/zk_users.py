@@ -40,7 +40,11 @@ USERS = f"{zk.CONFIG}/users"
 
 
 def sanitize(name: str) -> str:
-    """Kafka's Sanitizer.sanitize: a user name as a znode name."""
+    """Kafka's Sanitizer.sanitize: a user name as a znode name. "." and ".." alone, which Kafka
+    leaves as they are and ZooKeeper refuses as node names, are percent-encoded too ("%2E";
+    Kafka's desanitize reads them back)."""
+    if name in (".", ".."):
+        return "%2E" * len(name)
     return urllib.parse.quote(name, safe="").replace("~", "%7E")
 
 
