@@ -29,3 +29,17 @@ def test_the_message_shows_a_newline_escaped_so_it_stays_one_log_line():
     with pytest.raises(InvalidTopicError) as info:
         validate_topic_name("evil\n")
     assert "\n" not in str(info.value) and "'evil\\n'" in str(info.value)
+
+
+def test_an_excessively_large_partition_count_is_a_policy_violation(tmp_path):
+    from logbroker.errors import PolicyViolationError
+    from logbroker.metadata.controller import Controller
+    from logbroker.metadata.local_store import LocalMetadataStore
+
+    controller = Controller(LocalMetadataStore(tmp_path), live_brokers=[0])
+    with pytest.raises(PolicyViolationError, match="excessively large batch"):
+        controller.create_topic("big", num_partitions=2**31 - 1, replication_factor=1, configs={})
+    controller.create_topic("t", num_partitions=1, replication_factor=1, configs={})
+    with pytest.raises(PolicyViolationError, match="excessively large batch"):
+        controller.create_partitions("t", 10_002)
+    assert len(controller.create_partitions("t", 3)) == 2

@@ -20,6 +20,7 @@ from logbroker.errors import (
     InvalidReplicaAssignmentError,
     KafkaError,
     KafkaStorageError,
+    PolicyViolationError,
     InvalidPartitionsError,
     InvalidTopicError,
     TopicAlreadyExistsError,
@@ -31,6 +32,11 @@ from logbroker.metadata.model import PartitionState, TopicInfo, new_topic_id
 from logbroker.storage.log_config import LogConfig
 from logbroker.types import TopicPartition
 
+# Kafka's controller refuses a request that would write more than this many records in one go
+# (QuorumController.MAX_RECORDS_PER_USER_OP): POLICY_VIOLATION "Unable to perform excessively large
+# batch operation." Checked here per topic, before any replica is assigned: a CreatePartitions
+# count of 2^31 - 1 from any client must not make the broker build two billion assignments.
+MAX_PARTITIONS_PER_OPERATION = 10_000
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+", re.ASCII)
 MAX_TOPIC_LENGTH = 249
 
@@ -51,6 +57,11 @@ def validate_topic_name(name: str) -> None:
             f"Topic name {name!r} is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
 
 
+def _check_batch_size(new_partitions: int) -> None:
+    if new_partitions > MAX_PARTITIONS_PER_OPERATION:
+        raise PolicyViolationError("Unable to perform excessively large batch operation.")
+
+
 class Controller:
     def __init__(self, store: LocalMetadataStore, *, live_brokers: list[int]) -> None:
         self.store = store
@@ -62,6 +73,7 @@ class Controller:
         """Create a topic and elect its leaders. Raises TopicAlreadyExistsError, InvalidTopicError,
         InvalidPartitionsError, InvalidReplicationFactorError, InvalidConfigError."""
         validate_topic_name(name)
+        _check_batch_size(len(assignment) if assignment else num_partitions)
         LogConfig.defaults().with_overrides(configs)  # raises InvalidConfigError naming the key
         if assignment:
             self._check_assignment(assignment, start=0)
@@ -97,6 +109,7 @@ class Controller:
         if count <= current:
             raise InvalidPartitionsError(
                 f"Topic currently has {current} partitions, {count} would not be an increase.")
+        _check_batch_size(count - current)
         if assignment:
             added = {current + i: tuple(r) for i, r in enumerate(assignment)}
             if len(added) != count - current:

@@ -136,15 +136,20 @@ class ReplicaManager:
         return partition
 
     def stop_replica(self, tp: TopicPartition, *, delete: bool) -> None:
-        partition = self.partitions.pop(tp, None)
-        if self.fetcher_manager is not None:
-            self.fetcher_manager.remove_partition(tp)
-        if partition is not None:
-            for purgatory in (self.produce_purgatory, self.fetch_purgatory):
-                purgatory.check_and_complete(tp)
-            self._notify_leadership(tp, None)
+        self.stop_replicas([tp], delete=delete)
+
+    def stop_replicas(self, tps: list[TopicPartition], *, delete: bool) -> None:
+        """Stop hosting `tps`; with `delete`, remove their logs (checkpoints rewritten once)."""
+        for tp in tps:
+            partition = self.partitions.pop(tp, None)
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.remove_partition(tp)
+            if partition is not None:
+                for purgatory in (self.produce_purgatory, self.fetch_purgatory):
+                    purgatory.check_and_complete(tp)
+                self._notify_leadership(tp, None)
         if delete:
-            self.log_manager.delete_log(tp)
+            self.log_manager.delete_logs(tps)
 
     def _notify_leadership(self, tp: TopicPartition, partition: Partition | None) -> None:
         for listener in self.leadership_listeners:

@@ -265,8 +265,7 @@ class Broker:
     def delete_topic(self, name: str) -> None:
         """Single node (a cluster deletes through server/topic_admin.py)."""
         info = self.controller.delete_topic(name)
-        for partition in info.assignment:
-            self.replica_manager.stop_replica(TopicPartition(name, partition), delete=True)
+        self.replica_manager.stop_replicas([TopicPartition(name, p) for p in info.assignment], delete=True)
         log.info("Deleted topic %s", name)
 
     def create_partitions(self, name: str, count: int, *, assignment=None, validate_only: bool = False) -> None:
