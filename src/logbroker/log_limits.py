@@ -18,6 +18,9 @@ import time
 from collections.abc import Callable
 
 
+_MAX_KEYS = 1024
+
+
 class RateLimitedLog:
     def __init__(self, logger: logging.Logger, *, burst: int = 5, interval_s: float = 60.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -35,6 +38,10 @@ class RateLimitedLog:
         window = self._windows.get(key)
         if window is None or now - window[0] >= self.interval_s:
             dropped = window[2] if window is not None else 0
+            if window is None and len(self._windows) >= _MAX_KEYS:  # keys may come from clients
+                self._windows = {k: w for k, w in self._windows.items() if now - w[0] < self.interval_s}
+                if len(self._windows) >= _MAX_KEYS:
+                    self._windows.clear()
             window = self._windows[key] = [now, 0, dropped]
         if window[1] >= self.burst:
             window[2] += 1
