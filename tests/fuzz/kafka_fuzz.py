@@ -325,6 +325,8 @@ def _new_partitions(body: bytes | bytearray) -> int:
         request = decode_request(memoryview(bytes(body)))
     except Exception:  # noqa: BLE001 - not decodable: the broker refuses it anyway
         return 0
+    if request.api_key not in _PARTITION_MAKERS:  # (a bit flip may have changed the api key)
+        return 0
     topics = request.body.topics or ()
     if request.api_key == apis.ApiKey.CREATE_PARTITIONS:
         return sum(max(t.count, 0) for t in topics)

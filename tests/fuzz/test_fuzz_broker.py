@@ -102,7 +102,8 @@ def test_fuzzed_requests_never_hurt_the_broker(fuzz_broker):
         sock.close()
     elapsed = time.monotonic() - started
     print(f"\nfuzz seed {SEED}: {len(indexes)} cases in {elapsed:.1f} s, {dict(outcomes)}; by mutation: "
-          + ", ".join(f"{m} {o} {n}" for (m, o), n in sorted(by_mutation.items())))
+          + ", ".join(f"{m} {o} {n}" for (m, o), n in sorted(by_mutation.items()))
+          + "".join(f"\n  timeout: {t}" for t in timeouts[:10]))
     if not ONLY:
         missing = set(all_versions()) - set(per_api)
         assert not missing or len(indexes) < 2000, f"never fuzzed: {sorted(missing)}"
