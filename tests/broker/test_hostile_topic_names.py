@@ -75,3 +75,26 @@ def test_the_topics_tool_refuses_illegal_names(shared_broker, name):
 def assert_no_topic_dirs_but(broker_process, topics: set[str]) -> None:
     dirs = {p.name.rsplit("-", 1)[0] for p in broker_process.data_dir.iterdir() if p.is_dir()}
     assert dirs <= topics | {"__consumer_offsets"}, dirs
+
+
+def test_metadata_auto_create_refuses_a_name_that_collides_like_create_topics(broker_process):
+    create_topic(broker_process.bootstrap, "a.b")
+    with RawClient(broker_process.bootstrap) as raw:
+        assert raw.request(ApiKey.METADATA, 1, topics=[{"name": "a_b"}]).topics[0].error_code == INVALID_TOPIC_EXCEPTION
+        created = raw.request(ApiKey.CREATE_TOPICS, 4, timeout_ms=5000, validate_only=False, topics=[
+            {"name": "a_b", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}])
+        assert created.topics[0].error_code == INVALID_TOPIC_EXCEPTION
+
+
+def test_kafka_python_admin_gets_invalid_topic_error(broker_process):
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewTopic as KafkaPythonNewTopic
+    from kafka.errors import InvalidTopicError
+
+    client = KafkaAdminClient(bootstrap_servers=broker_process.bootstrap)
+    try:
+        with pytest.raises(InvalidTopicError):
+            client.create_topics([KafkaPythonNewTopic("evil\n", 1, 1)], raise_errors=True)
+    finally:
+        client.close()
+    assert_no_topic_dirs_but(broker_process, set())

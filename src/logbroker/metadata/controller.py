@@ -73,6 +73,7 @@ class Controller:
         """Create a topic and elect its leaders. Raises TopicAlreadyExistsError, InvalidTopicError,
         InvalidPartitionsError, InvalidReplicationFactorError, InvalidConfigError."""
         validate_topic_name(name)
+        self._check_collision(name)
         _check_batch_size(len(assignment) if assignment else num_partitions)
         LogConfig.defaults().with_overrides(configs)  # raises InvalidConfigError naming the key
         if assignment:
@@ -97,6 +98,17 @@ class Controller:
 
     def delete_topic(self, name: str) -> TopicInfo:
         return self.store.delete_topic(name)
+
+    def _check_collision(self, name: str) -> None:
+        """Kafka refuses `a.b` when `a_b` exists (and vice versa): metric names replace '.' by
+        '_'. On every path that creates a topic (CreateTopics, Metadata auto-create), as Kafka's
+        AdminZkClient.validateTopicCreate."""
+        if "." not in name and "_" not in name:
+            return
+        key = name.replace(".", "_")
+        for existing in self.store.topics():
+            if existing != name and existing.replace(".", "_") == key:
+                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {existing}")
 
     def create_partitions(self, name: str, count: int, *,
                           assignment: list[tuple[int, ...]] | None = None,
