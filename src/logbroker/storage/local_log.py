@@ -40,6 +40,7 @@ from logbroker.storage.log_segment import (
     LogSegment,
     log_file,
 )
+from logbroker.storage.transaction_index import AbortedTxn
 from logbroker.storage.values import FetchDataInfo, TimestampAndOffset
 from logbroker.types import TopicPartition
 
@@ -155,13 +156,14 @@ class LocalLog:
     # --- reading ---------------------------------------------------------------------------
 
     def read(self, offset: int, *, max_bytes: int, limit: int, log_end_offset: int,
-             min_one_message: bool) -> FetchDataInfo:
+             min_one_message: bool, include_aborted_txns: bool = False) -> FetchDataInfo:
         """The file region from the batch holding `offset`, at most `max_bytes` (with
         `min_one_message` the first batch whole), never into the batch holding `limit`
-        (exclusive, <= `log_end_offset`). Empty when there is nothing below `limit`. Raises
-        OSError."""
+        (exclusive, <= `log_end_offset`). Empty when there is nothing below `limit`. With
+        `include_aborted_txns`, also the aborted transactions overlapping [offset, an offset at
+        or after the region's end) (Kafka's addAbortedTransactions). Raises OSError."""
         if offset >= limit:
-            return FetchDataInfo(offset, None)
+            return FetchDataInfo(offset, None, aborted_transactions=() if include_aborted_txns else None)
         if limit == log_end_offset:
             cap_base, cap_position = self._segments[-1].base_offset, None
         else:
@@ -175,9 +177,39 @@ class LocalLog:
             info = segment.read(offset, max_bytes, max_position=max_position,
                                 min_one_message=min_one_message)
             if info is not None:
+                if include_aborted_txns:
+                    info = self._add_aborted_transactions(offset, i, info, log_end_offset)
                 return info
             i += 1
-        return FetchDataInfo(offset, None)
+        return FetchDataInfo(offset, None, aborted_transactions=() if include_aborted_txns else None)
+
+    def _add_aborted_transactions(self, offset: int, i: int, info: FetchDataInfo,
+                                  log_end_offset: int) -> FetchDataInfo:
+        if info.region is None:
+            return FetchDataInfo(info.fetch_offset, None, info.first_entry_incomplete, ())
+        segment = self._segments[i]
+        upper_bound = segment.fetch_upper_bound_offset(info.region.position, info.region.size)
+        if upper_bound is None:
+            upper_bound = self._bases[i + 1] if i + 1 < len(self._segments) else log_end_offset
+        aborted = self._collect_aborted(offset, upper_bound, i)
+        return FetchDataInfo(info.fetch_offset, info.region, info.first_entry_incomplete,
+                             tuple(aborted))
+
+    def _collect_aborted(self, offset: int, upper_bound_offset: int, i: int) -> list[AbortedTxn]:
+        """Kafka's collectAbortedTransactions: from segment `i` on, until a segment's index says
+        no later abort can overlap."""
+        found: list[AbortedTxn] = []
+        for segment in self._segments[i:]:
+            aborted, complete = segment.collect_aborted_txns(offset, upper_bound_offset)
+            found.extend(aborted)
+            if complete:
+                break
+        return found
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset)."""
+        return self._collect_aborted(start_offset, upper_bound_offset,
+                                     max(0, self.floor_index(start_offset)))
 
     def position_of(self, offset: int) -> tuple[int, int]:
         """(segment base, file position) of the batch holding `offset` (or the next batch; the

@@ -6,7 +6,14 @@ and their files are the `LocalLog`'s (local_log.py); `Log` keeps the offsets tha
 producer state and the leader epochs, validates appends and decides retention:
 
     log_start_offset <= high_watermark <= log_end_offset
+    last_stable_offset <= high_watermark  (min(first unstable offset, high watermark))
     recovery_point <= log_end_offset      (everything below it is fsynced)
+
+Transactions (Kafka's UnifiedLog): the producer state tracks each producer's open transaction;
+when a COMMIT/ABORT marker is appended (by the leader, a follower or recovery) the transaction it
+ends is completed and, if aborted, gets an AbortedTxn entry in the .txnindex of the segment that
+holds the marker. A read_committed fetch reads below the last stable offset and gets the aborted
+transactions overlapping what it returns (`read(..., include_aborted_txns=True)`).
 
 Produce appends one batch with `append_as_leader` (validated from its header, offsets and leader
 epoch patched in place, written as it came); followers append fetched batches with
@@ -47,12 +54,13 @@ from logbroker.records.batch import (
     patch_partition_leader_epoch,
     read_header,
 )
+from logbroker.records.control import read_end_txn_marker
 from logbroker.records.record_batch import set_log_append_time
 from logbroker.storage.checkpoints import PARTITION_METADATA_FILE, PartitionMetadataFile, fsync_dir
 from logbroker.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache
 from logbroker.storage.local_log import LocalLog
 from logbroker.storage.log_config import LogConfig
-from logbroker.storage.log_loader import load_segments, rebuild_producer_state
+from logbroker.storage.log_loader import complete_txn, load_segments, rebuild_producer_state
 from logbroker.storage.log_segment import LogSegment
 from logbroker.storage.log_validator import iter_replicated_batches, validate_batch
 from logbroker.storage.producer_state import (
@@ -60,6 +68,7 @@ from logbroker.storage.producer_state import (
     ProducerStateManager,
     flush_snapshot,
 )
+from logbroker.storage.transaction_index import AbortedTxn
 from logbroker.storage.retention import (
     deletable_segments,
     log_start_offset_breached,
@@ -102,6 +111,7 @@ class Log:
         self._recovery_point = recovery_point
         self._log_end_offset = log_end_offset
         self._high_watermark = log_start_offset
+        self._first_unstable_offset: int | None = None
         self._epoch_cache = leader_epoch_cache
         self._producer_state = producer_state
         self._topic_id = topic_id
@@ -144,7 +154,8 @@ class Log:
                     f"{directory / PARTITION_METADATA_FILE} holds topic ID {stored_topic_id}")
             loaded = load_segments(directory, config, clock=clock, recovery_point=recovery_point,
                                    log_start_offset=log_start_offset,
-                                   had_clean_shutdown=had_clean_shutdown, epoch_cache=epoch_cache)
+                                   had_clean_shutdown=had_clean_shutdown, epoch_cache=epoch_cache,
+                                   producer_id_expiration_ms=producer_id_expiration_ms)
             epoch_cache.truncate_from_end(loaded.log_end_offset)
             epoch_cache.truncate_from_start(loaded.log_start_offset)
             producer_state = ProducerStateManager(
@@ -165,6 +176,7 @@ class Log:
         except OSError as e:
             log_obj.close_handles()
             raise KafkaStorageError(f"Error while loading log dir {directory}: {e}") from e
+        log_obj._maybe_increment_first_unstable_offset()
         if high_watermark is not None:
             log_obj.update_high_watermark(high_watermark)
         if loaded.recovered_segments:
@@ -232,6 +244,27 @@ class Log:
         return self._high_watermark
 
     @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction not yet decided, or decided but with its
+        marker not yet below the high watermark; None when there is none."""
+        return self._first_unstable_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's LSO: every offset below it is decided (committed, aborted or not
+        transactional) and below the high watermark. Equals the high watermark without
+        transactions in progress."""
+        first_unstable = self._first_unstable_offset
+        hw = self._high_watermark
+        return first_unstable if first_unstable is not None and first_unstable < hw else hw
+
+    def _maybe_increment_first_unstable_offset(self) -> None:
+        first_unstable = self._producer_state.first_unstable_offset()
+        if first_unstable is not None and first_unstable < self._log_start_offset:
+            first_unstable = self._log_start_offset
+        self._first_unstable_offset = first_unstable
+
+    @property
     def recovery_point(self) -> int:
         return self._recovery_point
 
@@ -283,6 +316,8 @@ class Log:
         with self._lock:
             hw = min(max(high_watermark, self._log_start_offset), self._log_end_offset)
             self._high_watermark = hw
+            self._producer_state.on_high_watermark_updated(hw)
+            self._maybe_increment_first_unstable_offset()
             return hw
 
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
@@ -309,7 +344,10 @@ class Log:
         read-only buffer for that). Then the bytes are written as they are. A retry of
         one of an idempotent producer's last five batches is not written again: the answer
         carries the original offsets and `duplicate=True`. Raises the validation errors of
-        log_validator.py and the producer-state errors (OUT_OF_ORDER_SEQUENCE_NUMBER, …).
+        log_validator.py and the producer-state errors (OUT_OF_ORDER_SEQUENCE_NUMBER,
+        INVALID_TXN_STATE, …). A COMMIT/ABORT marker (`is_from_client=False`) ends its producer's
+        transaction: INVALID_PRODUCER_EPOCH for an older producer epoch,
+        TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch; an abort is indexed.
 
         Runs on the event loop: a page-cache write, no fsync (see `needs_flush`).
         """
@@ -319,7 +357,8 @@ class Log:
             self._check_open()
             header = validate_batch(view, config=self._config, now_ms=now_ms,
                                     is_from_client=is_from_client)
-            duplicate = self._producer_state.check(header)
+            marker = read_end_txn_marker(view) if header.is_control else None
+            duplicate = self._producer_state.check(header, marker)
             if duplicate is not None:
                 return LogAppendInfo(
                     first_offset=duplicate.first_offset, last_offset=duplicate.last_offset,
@@ -355,7 +394,11 @@ class Log:
             except OSError as e:
                 raise KafkaStorageError(f"I/O error while appending to log {self.dir}: {e}") from e
             self._log_end_offset = last_offset + 1
-            self._producer_state.update(header, base_offset)
+            completed = self._producer_state.update(header, base_offset, marker)
+            if completed is not None:
+                self._complete_txn(segment, completed)
+            if header.is_transactional:
+                self._maybe_increment_first_unstable_offset()
             if leader_epoch >= 0:
                 self._epoch_cache.assign(leader_epoch, base_offset)
             return LogAppendInfo(
@@ -403,7 +446,11 @@ class Log:
                                    offset_of_max_timestamp=header.last_offset,
                                    records=view[position:position + size])
                     self._log_end_offset = header.next_offset
-                    self._producer_state.load_from_batch(header)
+                    batch = view[position:position + size]
+                    marker = read_end_txn_marker(batch) if header.is_control else None
+                    completed = self._producer_state.load_from_batch(header, marker=marker)
+                    if completed is not None:
+                        self._complete_txn(segment, completed)
                     epoch = header.partition_leader_epoch
                     if epoch >= 0:
                         self._epoch_cache.assign(epoch, header.base_offset)
@@ -413,11 +460,19 @@ class Log:
                     valid_bytes += size
             except OSError as e:
                 raise KafkaStorageError(f"I/O error while appending to log {self.dir}: {e}") from e
+            finally:
+                self._maybe_increment_first_unstable_offset()
             return LogAppendInfo(
                 first_offset=batches[0][1].base_offset, last_offset=batches[-1][1].last_offset,
                 max_timestamp=max_timestamp, offset_of_max_timestamp=offset_of_max,
                 log_append_time_ms=-1, log_start_offset=self._log_start_offset,
                 record_count=records, valid_bytes=valid_bytes)
+
+    def _complete_txn(self, segment: LogSegment, completed) -> None:
+        try:
+            complete_txn(self._producer_state, segment, completed)
+        except OSError as e:
+            raise KafkaStorageError(f"I/O error writing the transaction index of {self.dir}: {e}") from e
 
     def _check_open(self) -> None:
         if self._closed:
@@ -462,7 +517,7 @@ class Log:
     # --- reading ---------------------------------------------------------------------------
 
     def read(self, offset: int, *, max_bytes: int, max_offset: int | None = None,
-             min_one_message: bool = True) -> FetchDataInfo:
+             min_one_message: bool = True, include_aborted_txns: bool = False) -> FetchDataInfo:
         """The file region to send for a fetch from `offset`.
 
         The region starts at the batch that contains `offset` (clients skip the records before
@@ -472,6 +527,8 @@ class Log:
         a batch; clients drop a partial last batch. An offset at the log end or at/after
         `max_offset` gives an empty FetchDataInfo (region None); OffsetOutOfRangeError only for
         an offset below the log start offset or above the log end offset.
+        `include_aborted_txns` (read_committed, with `max_offset` the last stable offset) also
+        returns the aborted transactions overlapping the region, from the .txnindex files.
         """
         with self._lock:
             self._check_open()
@@ -484,9 +541,16 @@ class Log:
             try:
                 return self._local.read(offset, max_bytes=max_bytes, limit=limit,
                                         log_end_offset=self._log_end_offset,
-                                        min_one_message=min_one_message)
+                                        min_one_message=min_one_message,
+                                        include_aborted_txns=include_aborted_txns)
             except OSError as e:
                 raise KafkaStorageError(f"I/O error while reading log {self.dir}: {e}") from e
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset), from the
+        .txnindex files (the cleaner's view). Reads the indexes (cached after the first time)."""
+        with self._lock:
+            return self._local.collect_aborted_transactions(start_offset, upper_bound_offset)
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: -2 (earliest) → the log start offset; -1 (latest) → the log end offset
@@ -546,6 +610,8 @@ class Log:
                 self._rebuild_producer_state(self._log_end_offset)
                 self._high_watermark = min(max(self._high_watermark, self._log_start_offset),
                                            self._log_end_offset)
+                self._producer_state.on_high_watermark_updated(self._high_watermark)
+                self._maybe_increment_first_unstable_offset()
             except OSError as e:
                 raise KafkaStorageError(f"I/O error while truncating log {self.dir}: {e}") from e
             return True
@@ -568,6 +634,7 @@ class Log:
                 self._producer_state.truncate_fully_and_start_at(offset)
                 self._log_start_offset = offset if log_start_offset is None else log_start_offset
                 self._high_watermark = offset
+                self._first_unstable_offset = None
             except OSError as e:
                 raise KafkaStorageError(f"I/O error while truncating log {self.dir}: {e}") from e
 
@@ -597,6 +664,7 @@ class Log:
             self._recovery_point = offset
         self._epoch_cache.truncate_from_start(offset)
         self._producer_state.on_log_start_offset_incremented(offset)
+        self._maybe_increment_first_unstable_offset()
 
     def replace_segments(self, cleaned: LogSegment, old_segments: list[LogSegment], *,
                          on_step: Callable[[str], None] = lambda step: None) -> bool:
