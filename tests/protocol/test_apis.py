@@ -33,6 +33,7 @@ def test_table_has_the_ranges_the_broker_implements():
         ApiKey.ELECT_LEADERS: (0, 2), ApiKey.CONTROLLED_SHUTDOWN: (1, 3),
         ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
         ApiKey.DESCRIBE_ACLS: (1, 3), ApiKey.CREATE_ACLS: (1, 3), ApiKey.DELETE_ACLS: (1, 3),
+        ApiKey.WRITE_TXN_MARKERS: (1, 2), ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     }
     assert {k: (s.min_version, s.max_version) for k, s in SUPPORTED_APIS.items()} == expected
 
