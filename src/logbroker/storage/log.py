@@ -325,7 +325,7 @@ class Log:
         with self._lock:
             self._check_open()
             header = validate_batch(view, config=self._config, now_ms=now_ms,
-                                    is_from_client=is_from_client)
+                                    is_from_client=is_from_client, topic_partition=self._tp)
             duplicate = self._producer_state.check(header)
             if duplicate is not None:
                 return LogAppendInfo(
