@@ -489,6 +489,36 @@ def test_incremental_alter_configs_errors(bootstrap, topic, op, expected, messag
     assert overrides(bootstrap, topic) == {"retention.ms": "60000"}
 
 
+# Topic configs Kafka 3.9 has and 4.0 removed: accepted and validated as Kafka 3.9 does,
+# described back, no effect, one deprecation WARN line each.
+REMOVED_IN_KAFKA_4 = {"message.format.version": "2.8", "message.downconversion.enable": "false",
+                      "message.timestamp.difference.max.ms": "86400000"}
+
+
+def test_kafka_3_configs_removed_in_kafka_4_are_accepted_and_described(shared_broker, topic):
+    bootstrap = shared_broker.bootstrap
+    create(bootstrap, topic, config=REMOVED_IN_KAFKA_4)
+    assert overrides(bootstrap, topic) == REMOVED_IN_KAFKA_4
+    produce(bootstrap, topic, 3)
+    warnings = [line for line in shared_broker.new_log_text().splitlines()
+                if "WARN" in line and f"of topic `{topic}` is deprecated" in line]
+    assert [w.split("Topic configuration ")[1].split(" ")[0] for w in warnings] == list(REMOVED_IN_KAFKA_4)
+
+    incremental(bootstrap, topic, ("message.format.version", "3.0-IV1", AlterConfigOpType.SET)).result(TIMEOUT_S)
+    assert overrides(bootstrap, topic)["message.format.version"] == "3.0-IV1"
+    assert topic_configs(bootstrap, f"{topic}")["message.format.version"].is_default is False
+
+
+def test_a_bad_message_format_version_is_invalid_config(bootstrap, topic):
+    create(bootstrap, topic)
+    error = failure(incremental(bootstrap, topic, ("message.format.version", "9.9", AlterConfigOpType.SET)))
+    assert error.code() == KafkaError.INVALID_CONFIG
+    assert "Version 9.9 is not a valid version" in error.str()
+    configs = topic_configs(bootstrap, topic)
+    assert (configs["message.format.version"].value, configs["message.format.version"].is_default) == (
+        "3.0-IV1", True)
+
+
 def test_alter_configs_of_unknown_topic_is_unknown_topic_or_partition(bootstrap, topic):
     assert failure(alter(bootstrap, topic, {"retention.ms": "1"})).code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     error = failure(incremental(bootstrap, topic, ("retention.ms", "1", AlterConfigOpType.SET)))

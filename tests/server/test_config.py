@@ -208,10 +208,29 @@ def test_unrelated_unknown_key_gets_a_warning_without_suggestion():
 
 @pytest.mark.parametrize("key", ["num.io.threads", "ssl.keystore.password", "process.roles",
                                  "listener.name.internal.ssl.keystore.password", "password.encoder.secret",
-                                 "log.message.format.version", "num.replica.fetchers"])
+                                 "log.local.retention.ms", "num.replica.fetchers"])
 def test_kafka_keys_we_do_not_use_are_accepted_with_one_warning(key):
     cfg = KafkaConfig({key: "whatever, not even checked"}, log_warnings=False)
     assert cfg.warnings == (f"Kafka config {key} is not used by logbroker; ignoring it",)
+
+
+@pytest.mark.parametrize(("key", "value"), [("log.message.format.version", "2.8"),
+                                            ("log.message.format.version", "0.10.2-IV0"),
+                                            ("log.message.downconversion.enable", "false"),
+                                            ("log.message.timestamp.difference.max.ms", "1000")])
+def test_kafka_3_keys_removed_in_kafka_4_are_accepted_with_one_deprecation_warning(key, value):
+    cfg = KafkaConfig({key: value}, log_warnings=False)
+    [warning] = cfg.warnings
+    assert warning.startswith(f"Broker configuration {key} with value {value} is deprecated and "
+                              f"was removed in Apache Kafka 4.0; ")
+    topic_key = key.removeprefix("log.")
+    assert cfg.default_log_config().to_props()[topic_key] == value
+
+
+def test_message_format_version_is_validated_as_kafka_does():
+    with pytest.raises(ConfigError, match="log.message.format.version: Version 3.99 is not a valid version"):
+        KafkaConfig({"log.message.format.version": "3.99"}, log_warnings=False)
+    assert KafkaConfig({"log.message.format.version": "2.8.1"}, log_warnings=False).warnings
 
 
 # ---- malformed values ---------------------------------------------------------------------

@@ -47,9 +47,13 @@ from logbroker.server.config_defs import (
     parse_override,
     parse_value,
 )
-from logbroker.storage.log_config import TOPIC_CONFIGS, LogConfig, format_value
+from logbroker.storage.log_config import REMOVED_IN_KAFKA_4, TOPIC_CONFIGS, LogConfig, format_value
 
 log = logging.getLogger("kafka.server.KafkaConfig")
+
+# The broker keys of the topic configs Kafka 4.0 removed (log.message.format.version, …).
+_REMOVED_BROKER_KEYS = {TOPIC_CONFIGS[name].broker_synonym: why
+                        for name, why in REMOVED_IN_KAFKA_4.items()}
 
 
 class ConfigSource(enum.IntEnum):
@@ -184,6 +188,7 @@ class KafkaConfig:
     log_message_timestamp_before_max_ms: int
     log_message_timestamp_difference_max_ms: int
     log_message_downconversion_enable: bool
+    log_message_format_version: str
     follower_replication_throttled_replicas: list[str]
     leader_replication_throttled_replicas: list[str]
     # Log cleaner
@@ -255,6 +260,9 @@ class KafkaConfig:
             definition = BROKER_CONFIGS.get(key)
             if definition is not None:
                 values[key] = parse_value(definition, raw)
+                if key in _REMOVED_BROKER_KEYS:
+                    warnings.append(f"Broker configuration {key} with value {raw} is deprecated "
+                                    f"and was removed in Apache Kafka 4.0; {_REMOVED_BROKER_KEYS[key]}")
             elif _listener_key_used(key, raw):
                 pass
             elif is_kafka_only(key):
