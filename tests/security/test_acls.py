@@ -317,6 +317,17 @@ def test_acls_survive_a_restart_and_allow_everyone_if_no_acl_found(tmp_path):
         assert produce(broker, "bob", open_topic, 1) == [0]  # no ACL on it: everyone
 
 
+def test_kraft_standard_authorizer_is_the_same_acl_authorizer(tmp_path):
+    overrides = {**SASL_OVERRIDES,
+                 "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    with BrokerProcess(tmp_path, overrides=overrides) as broker:
+        topic = new_topic(broker)  # admin is a super user
+        create_acls(broker, allow("User:alice", AclOperation.WRITE, topic))
+        assert produce(broker, "alice", topic, 1) == [0]
+        assert produce(broker, "bob", topic, 1) == [confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED]
+        forget_admins()
+
+
 def test_unknown_authorizer_class_refuses_startup(tmp_path):
     broker = BrokerProcess(tmp_path, overrides={"authorizer.class.name": "com.example.MyAuthorizer"})
     with pytest.raises(RuntimeError, match="authorizer.class.name"):
