@@ -589,6 +589,42 @@ def test_delete_records_errors(bootstrap, topic):
                        (topic, 5, 3, -1), (f"{topic}-missing", 0, 3, -1)]
 
 
+def earliest_offset(bootstrap: str, topic: str) -> int:
+    earliest = admin(bootstrap).list_offsets({TP(topic, 0): OffsetSpec.earliest()})
+    return next(iter(earliest.values())).result(TIMEOUT_S).offset
+
+
+def test_subtracting_the_last_cleanup_policy_leaves_only_delete_records(tmp_path, topic):
+    """KAFKA-19112 (Kafka 4.2): cleanup.policy may be emptied; then nothing is deleted by time or
+    size, nothing is compacted, and DeleteRecords alone moves the log start."""
+    from logbroker.testing import wait_for
+
+    with BrokerProcess(tmp_path, overrides={"log.retention.check.interval.ms": "100"}) as broker:
+        bootstrap = broker.bootstrap
+        small = {"segment.bytes": "100", "retention.ms": "1", "file.delete.delay.ms": "0"}
+        control = f"{topic}-control"
+        create(bootstrap, topic, config={"cleanup.policy": "delete", "retention.ms": "3600000"})
+        incremental(bootstrap, topic, ("cleanup.policy", "delete", AlterConfigOpType.SUBTRACT),
+                    *((k, v, AlterConfigOpType.SET) for k, v in small.items())).result(TIMEOUT_S)
+        entry = topic_configs(bootstrap, topic)["cleanup.policy"]
+        assert (entry.value, entry.source) == ("", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+        create(bootstrap, control, config={"cleanup.policy": "delete", **small})
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        for i in range(10):  # a batch per record, a segment per batch
+            for name in (topic, control):
+                producer.produce(name, value=b"v%d" % i, partition=0,
+                                 on_delivery=lambda err, msg: None if err is None else pytest.fail(str(err)))
+            assert producer.flush(TIMEOUT_S) == 0
+        # The control topic (cleanup.policy=delete) loses its old segments to retention.ms …
+        wait_for(lambda: earliest_offset(bootstrap, control) > 0, what="retention of the control topic")
+        # … in the same retention passes that leave the empty-policy topic whole.
+        assert earliest_offset(bootstrap, topic) == 0
+        deleted = admin(bootstrap).delete_records([TP(topic, 0, 6)])
+        assert next(iter(deleted.values())).result(TIMEOUT_S).low_watermark == 6
+        assert earliest_offset(bootstrap, topic) == 6
+        drop_clients()
+
+
 # ---- InitProducerId -----------------------------------------------------------------------
 
 def test_idempotent_producer_gets_a_producer_id(bootstrap, topic):

@@ -41,11 +41,11 @@ def between(lo: float, hi: float) -> Callable[[object], str | None]:
     return lambda v: None if lo <= v <= hi else f"must be between {lo} and {hi}"
 
 
-def one_of(*choices: str) -> Callable[[object], str | None]:
+def one_of(*choices: str, allow_empty: bool = False) -> Callable[[object], str | None]:
     def check(v: object) -> str | None:
         values = v if isinstance(v, list) else [v]
         bad = [x for x in values if x not in choices]
-        return f"must be one of {', '.join(choices)}" if bad or not values else None
+        return f"must be one of {', '.join(choices)}" if bad or not (values or allow_empty) else None
     return check
 
 
@@ -92,8 +92,9 @@ def deprecation_warnings(topic: str, overrides: Mapping[str, object]) -> list[st
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
     ConfigDef("cleanup.policy", "list", ["delete"], "log.cleanup.policy",
-              "delete old segments, compact to the latest value per key, or both",
-              one_of("delete", "compact")),
+              "delete old segments, compact to the latest value per key, or both; empty (Kafka "
+              "4.2, KAFKA-19112): neither — only DeleteRecords moves the log start",
+              one_of("delete", "compact", allow_empty=True)),
     ConfigDef("compression.type", "string", "producer", "compression.type",
               "codec for stored batches; 'producer' keeps what the producer sent",
               one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
