@@ -543,7 +543,9 @@ def test_describe_cluster(bootstrap):
     client.close()
 
     host, port = bootstrap.rsplit(":", 1)
-    assert cluster["brokers"] == [{"broker_id": 0, "host": host, "port": int(port), "rack": None}]
+    # kafka-python 3.0 speaks DescribeCluster v2 (KIP-1073's is_fenced): no broker is fenced here.
+    assert cluster["brokers"] == [{"broker_id": 0, "host": host, "port": int(port), "rack": None,
+                                   "is_fenced": False}]
     assert cluster["controller_id"] == 0
     assert len(cluster["cluster_id"]) == 22
     assert cluster["cluster_id"] == admin(bootstrap).describe_cluster().result(TIMEOUT_S).cluster_id

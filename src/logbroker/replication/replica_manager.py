@@ -34,7 +34,7 @@ from logbroker.metadata.model import PartitionState
 from logbroker.replication.group_commit import GroupCommit, acknowledged_end
 from logbroker.replication.partition import Partition
 from logbroker.replication.purgatory import DelayedOperation, Purgatory
-from logbroker.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from logbroker.storage.log import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from logbroker.storage.log_config import LogConfig
 from logbroker.storage.log_manager import LogManager
 from logbroker.storage.values import FileRegion, TimestampAndOffset
@@ -361,14 +361,15 @@ class ReplicaManager:
     def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int, *,
                                    current_leader_epoch: int = -1,
                                    only_committed: bool = True) -> TimestampAndOffset | None:
-        """ListOffsets: -1 latest (the high watermark for consumers), -2 earliest, -3 the max
-        timestamp, else the first offset whose timestamp is at least `timestamp`."""
+        """ListOffsets: -1 latest (the high watermark for consumers), -2 earliest (and -4, the
+        earliest local, the same without tiered storage), -3 the max timestamp, -5 the latest
+        tiered (-1/-1: none), else the first offset whose timestamp is at least `timestamp`."""
         partition = self.leader_partition(tp)
         partition.check_leader_epoch(current_leader_epoch)
         last_fetchable = partition.high_watermark if only_committed else partition.log.log_end_offset
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, last_fetchable, partition.leader_epoch)
-        if timestamp == EARLIEST_TIMESTAMP:
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # no tiered storage: the same
             start = partition.log.log_start_offset
             return TimestampAndOffset(-1, start, partition.log.leader_epoch_cache.epoch_for_offset(start))
         found = partition.log.fetch_offset_by_timestamp(timestamp)

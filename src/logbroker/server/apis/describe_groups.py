@@ -1,7 +1,8 @@
-"""DescribeGroups (api key 15), v0-5: state, protocol and members of groups.
+"""DescribeGroups (api key 15), v0-6: state, protocol and members of groups.
 
 Member metadata and assignment are the opaque bytes the members sent, given only while the group
-is Stable (as Kafka); an unknown group is answered as state "Dead" with no error (v0-5).
+is Stable (as Kafka); an unknown group is answered as state "Dead" with no error (v0-5), or with
+GROUP_ID_NOT_FOUND and an error_message from v6 (KIP-1043).
 With include_authorized_operations (v3+) a described group carries the bit field of the group
 operations (READ, DESCRIBE, DELETE) the caller may perform — all of them without an authorizer;
 a group the caller may not describe gets GROUP_AUTHORIZATION_FAILED and no operations, as Kafka.
@@ -9,7 +10,7 @@ a group the caller may not describe gets GROUP_AUTHORIZATION_FAILED and no opera
 
 from __future__ import annotations
 
-from logbroker.errors import GroupAuthorizationFailedError, KafkaError
+from logbroker.errors import GroupAuthorizationFailedError, GroupIdNotFoundError, KafkaError
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import GROUP, authorized_operations, require_group
 
@@ -24,8 +25,12 @@ def handle(broker, request) -> dict:
         try:
             require_group(broker, request, AclOperation.DESCRIBE, group_id)
             described = broker.group_coordinator.describe_group(group_id)
+            if request.api_version >= 6 and described["group_state"] == "Dead":
+                raise GroupIdNotFoundError(f"Group {group_id} not found.")
         except KafkaError as exc:
-            described = {"error_code": exc.code, "group_id": group_id, "group_state": "",
+            described = {"error_code": exc.code, "error_message": str(exc) or None,
+                         "group_id": group_id,
+                         "group_state": "Dead" if isinstance(exc, GroupIdNotFoundError) else "",
                          "protocol_type": "", "protocol_data": "", "members": []}
         described["authorized_operations"] = (
             authorized_operations(broker, request, GROUP, group_id)
