@@ -197,10 +197,23 @@ class Partition:
         return False
 
     def read_records(self, fetch_offset: int, *, max_bytes: int, current_leader_epoch: int,
-                     fetch_only_committed: bool, min_one_message: bool) -> FetchDataInfo:
-        """Read for a consumer (up to the high watermark) or a follower (up to the log end)."""
-        self.require_leader()
+                     fetch_only_committed: bool, min_one_message: bool,
+                     fetch_only_from_leader: bool = True) -> FetchDataInfo:
+        """Read for a consumer (up to the high watermark) or a follower (up to the log end).
+        A consumer that sent its rack (KIP-392) may read from a follower, up to the follower's
+        own high watermark; past the follower's log end that is OFFSET_OUT_OF_RANGE, as Kafka."""
+        if fetch_only_from_leader:
+            self.require_leader()
         self.check_leader_epoch(current_leader_epoch)
         max_offset = self.high_watermark if fetch_only_committed else None
         return self.log.read(fetch_offset, max_bytes=max_bytes, max_offset=max_offset,
                              min_one_message=min_one_message)
+
+    def caught_up_followers(self, fetch_offset: int) -> list[tuple[int, int, int]]:
+        """KIP-392's candidates on a leader: `(broker id, log end offset, ms since caught up)` of
+        each in-sync follower that holds `fetch_offset` (Kafka leaves out the others: they may
+        lag, and the consumer with them)."""
+        now = self._clock.monotonic_ms()
+        return [(r, st.log_end_offset, now - st.last_caught_up_ms)
+                for r, st in self.remote_replicas.items()
+                if r in self.isr and st.log_end_offset >= fetch_offset]

@@ -67,6 +67,7 @@ class FetchResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: FileRegion | None = None
+    preferred_read_replica: int = -1  # KIP-392: fetch from this follower instead (Fetch v11+)
 
 
 def unexpected(tp: TopicPartition, exc: Exception) -> KafkaError:
@@ -93,6 +94,10 @@ class ReplicaManager:
         # `alter_isr(partition, new_isr)`, which sets `partition.pending_isr` and later `isr`.
         self.fetcher_manager = None
         self.alter_isr = None
+        # KIP-392 (replica.selector.class=RackAwareReplicaSelector): on a leader,
+        # `preferred_read_replica(partition, client_metadata, fetch_offset)` names the follower
+        # a consumer should fetch from, or None (replication/replica_selector.py).
+        self.preferred_read_replica = None
         # Called as listener(tp, partition) after this broker starts or stops leading `tp` (the
         # group coordinator follows __consumer_offsets); partition is None once the replica is stopped.
         self.leadership_listeners: list = []
@@ -260,10 +265,15 @@ class ReplicaManager:
 
     # -- fetch ------------------------------------------------------------------------------
     def fetch_messages(self, *, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
-                       partitions: list[FetchPartitionRequest]) -> dict[TopicPartition, FetchResult] | Awaitable[dict[TopicPartition, FetchResult]]:
+                       partitions: list[FetchPartitionRequest], client_metadata=None,
+                       ) -> dict[TopicPartition, FetchResult] | Awaitable[dict[TopicPartition, FetchResult]]:
         """Read now; return the results, or an awaitable of them when fewer than `min_bytes` are
-        there and the fetch must wait in the purgatory (up to `max_wait_ms`)."""
+        there and the fetch must wait in the purgatory (up to `max_wait_ms`). A consumer's
+        `client_metadata` (Fetch v11+, KIP-392) lets it read from a follower, and lets a leader
+        send it to a follower in its rack."""
         fetch_only_committed = replica_id < 0
+        if not fetch_only_committed:
+            client_metadata = None
         if not fetch_only_committed:
             for request in partitions:
                 self._record_follower_fetch(replica_id, request)
@@ -274,10 +284,10 @@ class ReplicaManager:
             for request in partitions:
                 result = self._read_partition(request, max_bytes=min(request.partition_max_bytes, limit),
                                               fetch_only_committed=fetch_only_committed,
-                                              min_one_message=total == 0)
+                                              min_one_message=total == 0, client_metadata=client_metadata)
                 results[request.tp] = result
-                if result.error is not None:
-                    any_error = True
+                if result.error is not None or result.preferred_read_replica >= 0:
+                    any_error = True  # answered at once, as Kafka (hasPreferredReadReplica too)
                 size = result.records.size if result.records else 0
                 total += size
                 limit = max(limit - size, 0)
@@ -335,15 +345,23 @@ class ReplicaManager:
         self.fetch_purgatory.check_and_complete(partition.tp)
 
     def _read_partition(self, request: FetchPartitionRequest, *, max_bytes: int,
-                        fetch_only_committed: bool, min_one_message: bool) -> FetchResult:
+                        fetch_only_committed: bool, min_one_message: bool,
+                        client_metadata=None) -> FetchResult:
         partition = self.partitions.get(request.tp)
         try:
             if partition is None:
                 raise UnknownTopicOrPartitionError(f"This server does not host {request.tp}")
+            if client_metadata is not None and partition.is_leader and self.preferred_read_replica:
+                preferred = self.preferred_read_replica(partition, client_metadata, request.fetch_offset)
+                if preferred is not None:  # no read here: the consumer goes to that follower
+                    partition.check_leader_epoch(request.current_leader_epoch)
+                    return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
+                                       partition.log.log_start_offset, preferred_read_replica=preferred)
             info = partition.read_records(request.fetch_offset, max_bytes=max_bytes,
                                           current_leader_epoch=request.current_leader_epoch,
                                           fetch_only_committed=fetch_only_committed,
-                                          min_one_message=min_one_message)
+                                          min_one_message=min_one_message,
+                                          fetch_only_from_leader=client_metadata is None)
         except KafkaError as exc:
             if partition is None or isinstance(exc, NotLeaderOrFollowerError):
                 return FetchResult(exc)

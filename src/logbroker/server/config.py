@@ -122,6 +122,7 @@ class KafkaConfig:
     node_id: int | None
     controller_listener_names: list[str]
     broker_rack: str | None
+    replica_selector_class: str | None
     listeners: tuple[Endpoint, ...]
     advertised_listeners: tuple[Endpoint, ...]
     listener_security_protocol_map: dict[str, str]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from logbroker.errors import InvalidConfigError
+from logbroker.replication.replica_selector import SELECTORS
 from logbroker.storage.log_config import (
     INT_MAX,
     LONG_MAX,
@@ -93,7 +94,12 @@ _BROKER_ONLY_DEFS = (
     _D("controller.listener.names", "list", [], "KRaft controller listeners: logbroker has no "
        "KRaft controller, so the listeners named here are left out of listeners and "
        "advertised.listeners (with a warning)"),
-    _D("broker.rack", "string", None, "rack of this broker, for rack-aware replica assignment"),
+    _D("broker.rack", "string", None, "rack of this broker, for rack-aware replica assignment "
+       "and for consumers that fetch from the closest replica (KIP-392)"),
+    _D("replica.selector.class", "string", None, "KIP-392: unset or "
+       "org.apache.kafka.common.replica.LeaderSelector (consumers fetch from leaders), or "
+       "org.apache.kafka.common.replica.RackAwareReplicaSelector (a consumer with client.rack is "
+       "sent to an in-sync replica in its rack)", one_of(*SELECTORS)),
     _D("listeners", "string", "PLAINTEXT://127.0.0.1:9092",
        "listener_name://host:port entries to listen on; an empty host means every interface. "
        "logbroker's default listens on 127.0.0.1 only (Kafka's is PLAINTEXT://:9092)"),
