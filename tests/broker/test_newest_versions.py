@@ -1,7 +1,8 @@
 """The newest versions of the APIs the broker implements (docs/api-versions.md), field by field:
 what each new version adds is answered as Kafka 4.1 answers it. Real clients negotiate these
-versions down (librdkafka 2.16 stops at Metadata 12, Fetch 16, ListOffsets 7), so the requests
-here are kio's; ListOffsets v8-10 is in test_list_offsets.py."""
+versions down (librdkafka 2.16 stops at Metadata 12, Fetch 16, ListOffsets 7; kafka-python 3.0
+speaks DescribeCluster v2, see test_admin_apis.py), so the requests here are kio's; ListOffsets
+v8-10 is in test_list_offsets.py."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.timeout(60)
 
 GROUP_ID_NOT_FOUND = 69
 INVALID_REPLICATION_FACTOR = 38
+UNKNOWN_TOPIC_ID = 100
 
 
 def test_metadata_v13_has_a_top_level_error_code(shared_broker, topic):
@@ -80,3 +82,31 @@ def test_alter_partition_reassignments_v1_may_refuse_a_replication_factor_change
         "The replication factor is changed from 1 to 2 but allowReplicationFactorChange is false")
     assert int(allowed.responses[0].partitions[0].error_code) != INVALID_REPLICATION_FACTOR
     assert int(same.responses[0].partitions[0].error_code) == 0
+
+
+def test_offset_commit_and_fetch_v10_name_topics_by_id(shared_broker, topic):
+    create_topic(shared_broker.bootstrap, topic)
+    group, unknown = f"g-{uuid.uuid4().hex[:8]}", uuid.uuid4()
+    with RawClient(shared_broker.bootstrap) as client:
+        topic_id = client.topic_id(topic)
+        committed = client.request(8, 10, group_id=group, generation_id_or_member_epoch=-1,
+                                   member_id="", group_instance_id=None, topics=[
+                                       {"topic_id": topic_id, "partitions": [
+                                           {"partition_index": 0, "committed_offset": 7,
+                                            "committed_leader_epoch": -1, "committed_metadata": "m"}]},
+                                       {"topic_id": unknown, "partitions": [
+                                           {"partition_index": 0, "committed_offset": 1,
+                                            "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+        fetched = client.request(9, 10, require_stable=False, groups=[{
+            "group_id": group, "member_id": None, "member_epoch": -1,
+            "topics": [{"topic_id": topic_id, "partition_indexes": [0]},
+                       {"topic_id": unknown, "partition_indexes": [0]}]}])
+        every = client.request(9, 10, require_stable=False, groups=[{
+            "group_id": group, "member_id": None, "member_epoch": -1, "topics": None}])
+    assert [(t.topic_id, [int(p.error_code) for p in t.partitions]) for t in committed.topics] == [
+        (topic_id, [0]), (unknown, [UNKNOWN_TOPIC_ID])]
+    [answer] = fetched.groups
+    assert [(t.topic_id, [(int(p.error_code), p.committed_offset, p.metadata) for p in t.partitions])
+            for t in answer.topics] == [(topic_id, [(0, 7, "m")]), (unknown, [(UNKNOWN_TOPIC_ID, -1, "")])]
+    assert [(t.topic_id, [p.committed_offset for p in t.partitions]) for t in every.groups[0].topics] == [
+        (topic_id, [7])]
