@@ -18,6 +18,9 @@ class KafkaError(Exception):
     code: int = -1
     name: str = "UNKNOWN_SERVER_ERROR"
     retriable: bool = False
+    # KIP-467: `(batch index, message)` of each record that failed validation, when the error
+    # can name them (Kafka's RecordValidationException); a Produce v8+ answer lists them.
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 def _error(name: str, code: int, *, retriable: bool = False) -> type[KafkaError]:
@@ -78,6 +81,7 @@ InvalidTxnStateError = _error("INVALID_TXN_STATE", 48)
 InvalidProducerIdMappingError = _error("INVALID_PRODUCER_ID_MAPPING", 49)
 InvalidTransactionTimeoutError = _error("INVALID_TRANSACTION_TIMEOUT", 50)
 ConcurrentTransactionsError = _error("CONCURRENT_TRANSACTIONS", 51, retriable=True)
+TransactionCoordinatorFencedError = _error("TRANSACTION_COORDINATOR_FENCED", 52)
 TransactionalIdAuthorizationFailedError = _error("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 53)
 SecurityDisabledError = _error("SECURITY_DISABLED", 54)
 OperationNotAttemptedError = _error("OPERATION_NOT_ATTEMPTED", 55)

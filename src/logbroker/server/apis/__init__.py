@@ -17,7 +17,7 @@ MODULES = (
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials",
     "alter_user_scram_credentials", "create_acls", "describe_acls", "delete_acls", "elect_leaders",
     "alter_partition_reassignments", "list_partition_reassignments",
-    "controlled_shutdown",
+    "controlled_shutdown", "write_txn_markers", "describe_producers",
 )
 
 
