@@ -162,7 +162,7 @@ class _Encoder:
                          nullable=nullable, name=name)
             self.out += value or b""
         elif kafka_type in ("bytes", "records"):
-            value = None if null else self.pools.binary(self.rng, kafka_type)
+            value = None if null else self.pools.binary(self.rng, kafka_type, field)
             self._length(-1 if value is None else len(value), flexible=flexible, bits=32,
                          nullable=nullable, name=name)
             self.out += value or b""
@@ -240,18 +240,24 @@ class _Pools:
         return rng.choice(("", "x", "consumer", "range", "\n", "\x00",
                            "".join(rng.choice("abc-_.é\n ") for _ in range(rng.randrange(12)))))
 
-    def binary(self, rng: random.Random, kafka_type: str) -> bytes:
+    def binary(self, rng: random.Random, kafka_type: str, field: str = "") -> bytes:
         if kafka_type == "records" and rng.random() < 0.8:
             return rng.choice(self.batches)
+        if "auth" in field and rng.random() < 0.7:  # SaslAuthenticate: PLAIN and SCRAM first messages
+            return rng.choice((b"\x00alice\x00alice-secret", b"\x00alice\x00wrong", b"alice\x00alice\x00x",
+                               b"n,,n=alice,r=fuzznonce", b"n,a=bob,n=alice,r=", b"c=biws,r=x,p=AAAA",
+                               b"\x00" * 3, b"\xff" * 40))
         return rng.choice((b"", rng.randbytes(rng.randrange(1, 40)),
                            b"\x00\x01\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x01\x00\x00\x00\x00"))
 
 
 class FuzzCases:
-    def __init__(self, seed: int, topics: list[str], topic_ids: list[bytes] = ()) -> None:
+    def __init__(self, seed: int, topics: list[str], topic_ids: list[bytes] = (), *,
+                 api_keys: tuple[int, ...] | None = None) -> None:
+        """`api_keys`: fuzz only these APIs (all of the table by default)."""
         self.seed = seed
         self.pools = _Pools(topics, list(topic_ids))
-        self.versions = all_versions()
+        self.versions = [(k, v) for k, v in all_versions() if api_keys is None or k in api_keys]
 
     def case(self, index: int) -> Case:
         rng = random.Random(f"{self.seed}:{index}")

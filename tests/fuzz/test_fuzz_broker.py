@@ -5,7 +5,7 @@ traceback and no ERROR, a fresh client is answered, a clean stop leaves a data d
 format, and a restart reads every checkpoint.
 
 Seeded and reproducible: FUZZ_SEED (default 1) and FUZZ_COUNT (default 3000, a bounded run that
-is part of `make test`); `make fuzz SEED=7 COUNT=100000` is the long run. A failing case is
+is part of `make test`; the SASL listener run takes a quarter of it); `make fuzz SEED=7 COUNT=100000` is the long run. A failing case is
 reported with its index; FUZZ_ONLY=<index> replays just that case against a fresh broker.
 """
 
@@ -77,15 +77,49 @@ def test_fuzzed_requests_never_hurt_the_broker(fuzz_broker):
     bootstrap = fuzz_broker.bootstrap
     cases = FuzzCases(SEED, TOPICS, prepare(bootstrap))
     indexes = [int(ONLY)] if ONLY else range(COUNT)
+    per_api = run_cases(bootstrap, fuzz_broker, cases.case, indexes, "")
+    if not ONLY:
+        missing = set(all_versions()) - set(per_api)
+        assert not missing or len(indexes) < 2000, f"never fuzzed: {sorted(missing)}"
+    after_the_fuzz(fuzz_broker)
+
+
+@pytest.mark.timeout(max(300, COUNT // 40))
+def test_fuzzed_requests_before_authentication_never_hurt_the_broker(tmp_path):
+    """The surface an unauthenticated client reaches: a SASL listener (PLAIN and SCRAM), half of
+    the cases its handshake, authenticate and ApiVersions requests, half anything else (refused
+    until authenticated). A quarter of COUNT, from the same seed."""
+    broker = BrokerProcess(tmp_path, overrides={
+        **TEST_OVERRIDES, "offsets.topic.num.partitions": "3",
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'})
+    broker.start()
+    try:
+        sasl = "127.0.0.1:" + re.search(r"SASL_PLAINTEXT://[^:,\s]+:(\d+)", broker.new_log_text())[1]
+        topic_ids = prepare(broker.bootstrap)
+        auth = FuzzCases(SEED, TOPICS, topic_ids, api_keys=(17, 18, 36))
+        anything = FuzzCases(SEED, TOPICS, topic_ids)
+        indexes = [int(ONLY)] if ONLY else range(max(COUNT // 4, 200))
+        run_cases(sasl, broker, lambda i: (auth if i % 2 else anything).case(i), indexes, "sasl ")
+        after_the_fuzz(broker)
+    finally:
+        broker.kill()
+
+
+def run_cases(address: str, broker: BrokerProcess, case_of, indexes, what: str) -> Counter:
+    """Send each case (reconnecting after a close); fail on an ill-formed answer. Returns the
+    cases sent per (api key, version)."""
     outcomes: Counter[str] = Counter()
     per_api: Counter[tuple[int, int]] = Counter()
     by_mutation: Counter[tuple[str, str]] = Counter()
     timeouts: list[str] = []
-    sock = connect(bootstrap)
+    sock = connect(address)
     started = time.monotonic()
     try:
         for index in indexes:
-            case = cases.case(index)
+            case = case_of(index)
             per_api[(case.api_key, case.version)] += 1
             try:
                 outcome = send_case(sock, case, CASE_TIMEOUT_S)
@@ -97,29 +131,30 @@ def test_fuzzed_requests_never_hurt_the_broker(fuzz_broker):
                 timeouts.append(case.describe())
             if outcome in ("closed", "timeout"):
                 sock.close()
-                sock = reconnect(bootstrap, fuzz_broker, case)
+                sock = reconnect(address, broker, case)
     finally:
         sock.close()
     elapsed = time.monotonic() - started
-    print(f"\nfuzz seed {SEED}: {len(indexes)} cases in {elapsed:.1f} s, {dict(outcomes)}; by mutation: "
+    print(f"\n{what}fuzz seed {SEED}: {len(indexes)} cases in {elapsed:.1f} s, {dict(outcomes)}; by mutation: "
           + ", ".join(f"{m} {o} {n}" for (m, o), n in sorted(by_mutation.items()))
           + "".join(f"\n  timeout: {t}" for t in timeouts[:10]))
-    if not ONLY:
-        missing = set(all_versions()) - set(per_api)
-        assert not missing or len(indexes) < 2000, f"never fuzzed: {sorted(missing)}"
     assert len(timeouts) <= max(2, len(indexes) // 500), "\n".join(timeouts[:20])
+    return per_api
 
-    still_answers(bootstrap)
-    bad = [line for line in fuzz_broker.new_log_text().splitlines() if BAD_LINE.search(line)]
+
+def after_the_fuzz(broker: BrokerProcess) -> None:
+    """A fresh client is served; nothing in the log a client must not cause; a clean stop leaves
+    Kafka's layout; a restart reads every checkpoint."""
+    still_answers(broker.bootstrap)
+    bad = [line for line in broker.new_log_text().splitlines() if BAD_LINE.search(line)]
     assert not bad, f"seed {SEED}: the broker logged what a client must not cause:\n" + "\n".join(bad[:40])
-
-    assert fuzz_broker.stop() == 0
-    check_data_dir(fuzz_broker.data_dir)
-    fuzz_broker.start()
-    restarted = fuzz_broker.new_log_text()
+    assert broker.stop() == 0
+    check_data_dir(broker.data_dir)
+    broker.start()
+    restarted = broker.new_log_text()
     bad = [line for line in restarted.splitlines() if BAD_LINE.search(line)]
     assert not bad, "the restart did not read every checkpoint cleanly:\n" + "\n".join(bad[:40])
-    still_answers(fuzz_broker.bootstrap)
+    still_answers(broker.bootstrap)
 
 
 def reconnect(bootstrap: str, broker: BrokerProcess, case) -> socket.socket:  # noqa: ANN001
