@@ -82,7 +82,7 @@ class Dispatcher:
                         connection.peer, exc, exc=exc)
             return CLOSE
         if connection.auth_gate and not connection.sasl.allows(request.api_key):
-            log.warning("Closing connection from %s: %s", connection.peer,
+            limited.log(logging.WARNING, "sasl gate", "Closing connection from %s: %s", connection.peer,
                         connection.sasl.refusal(_api_name(request.api_key)))
             return CLOSE
         handler = REGISTRY[request.api_key]
