@@ -12,6 +12,7 @@ reported with its index; FUZZ_ONLY=<index> replays just that case against a fres
 from __future__ import annotations
 
 import os
+import random
 import re
 import socket
 import struct
@@ -87,7 +88,7 @@ def test_fuzzed_requests_never_hurt_the_broker(fuzz_broker):
 @pytest.mark.timeout(max(300, COUNT // 40))
 def test_fuzzed_requests_before_authentication_never_hurt_the_broker(tmp_path):
     """The surface an unauthenticated client reaches: a SASL listener (PLAIN and SCRAM), half of
-    the cases its handshake, authenticate and ApiVersions requests, half anything else (refused
+    the cases its handshake, authenticate and ApiVersions requests, the rest anything else (refused
     until authenticated). A quarter of COUNT, from the same seed."""
     broker = BrokerProcess(tmp_path, overrides={
         **TEST_OVERRIDES, "offsets.topic.num.partitions": "3",
@@ -102,20 +103,41 @@ def test_fuzzed_requests_before_authentication_never_hurt_the_broker(tmp_path):
         auth = FuzzCases(SEED, TOPICS, topic_ids, api_keys=(17, 18, 36))
         anything = FuzzCases(SEED, TOPICS, topic_ids)
         indexes = [int(ONLY)] if ONLY else range(max(COUNT // 4, 200))
-        run_cases(sasl, broker, lambda i: (auth if i % 2 else anything).case(i), indexes, "sasl ")
+        # Drawn per case (not alternating), so a handshake is often followed on its connection
+        # by an authenticate, and a client that got in by its next requests.
+        pick = lambda i: auth if random.Random(f"{SEED}:sasl:{i}").random() < 0.6 else anything  # noqa: E731
+        run_cases(sasl, broker, lambda i: pick(i).case(i), indexes, "sasl ", on_connect=maybe_log_in)
         after_the_fuzz(broker)
     finally:
         broker.kill()
 
 
-def run_cases(address: str, broker: BrokerProcess, case_of, indexes, what: str) -> Counter:
-    """Send each case (reconnecting after a close); fail on an ill-formed answer. Returns the
-    cases sent per (api key, version)."""
+def maybe_log_in(sock: socket.socket, index: int) -> None:
+    """Half the SASL connections log in first (PLAIN, alice), so that the cases after it reach
+    the APIs as an authenticated client would."""
+    if random.Random(f"{SEED}:login:{index}").random() < 0.5:
+        return
+    handshake = struct.pack(">hhih", 17, 1, 1, 5) + b"login" + struct.pack(">h", 5) + b"PLAIN"
+    token = b"\x00alice\x00alice-secret"
+    authenticate = (struct.pack(">hhih", 36, 2, 2, 5) + b"login" + b"\x00"
+                    + bytes([len(token) + 1]) + token + b"\x00")
+    for frame, error_at in ((handshake, 4), (authenticate, 5)):
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        answer = sock.recv(size, socket.MSG_WAITALL)
+        assert struct.unpack_from(">h", answer, error_at)[0] == 0, answer
+
+
+def run_cases(address: str, broker: BrokerProcess, case_of, indexes, what: str, *,
+              on_connect=lambda sock, index: None) -> Counter:  # noqa: ANN001
+    """Send each case (reconnecting after a close, then `on_connect`); fail on an ill-formed
+    answer. Returns the cases sent per (api key, version)."""
     outcomes: Counter[str] = Counter()
     per_api: Counter[tuple[int, int]] = Counter()
     by_mutation: Counter[tuple[str, str]] = Counter()
     timeouts: list[str] = []
     sock = connect(address)
+    on_connect(sock, -1)
     started = time.monotonic()
     try:
         for index in indexes:
@@ -132,6 +154,7 @@ def run_cases(address: str, broker: BrokerProcess, case_of, indexes, what: str) 
             if outcome in ("closed", "timeout"):
                 sock.close()
                 sock = reconnect(address, broker, case)
+                on_connect(sock, index)
     finally:
         sock.close()
     elapsed = time.monotonic() - started
