@@ -47,6 +47,7 @@ from pathlib import Path
 
 from logbroker.clock import Clock
 from logbroker.errors import InconsistentClusterIdError, KafkaError, KafkaStorageError
+from logbroker.log_limits import RateLimitedLog
 from logbroker.storage.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT_FILE,
     META_PROPERTIES_FILE,
@@ -66,6 +67,7 @@ from logbroker.storage.log_config import LogConfig
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.log.LogManager")
+_limited = RateLimitedLog(log, burst=5, interval_s=60.0)
 
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
@@ -475,8 +477,8 @@ class LogManager:
             try:
                 if lg.flush_if_needed(now_ms):
                     flushed += 1
-            except KafkaStorageError:
-                log.exception("Error flushing %s", lg.topic_partition)
+            except KafkaStorageError as e:  # a failing disk: every tick, so rate-limited, one line
+                _limited.log(logging.ERROR, "flush", "Error flushing %s: %s", lg.topic_partition, e, exc=e)
         return flushed
 
     def cleanup_logs(self, now_ms: int | None = None) -> int:
@@ -489,8 +491,9 @@ class LogManager:
             try:
                 total += lg.delete_old_segments(now_ms)
                 lg.remove_expired_producers(now_ms)
-            except KafkaStorageError:
-                log.exception("Error applying retention to %s", lg.topic_partition)
+            except KafkaStorageError as e:
+                _limited.log(logging.ERROR, "retention", "Error applying retention to %s: %s",
+                             lg.topic_partition, e, exc=e)
         self.delete_pending_logs(now_ms)
         return total
 
@@ -519,15 +522,15 @@ class LogManager:
                 try:
                     lg.flush()
                     lg.close()
-                except Exception:
+                except Exception as e:  # noqa: BLE001 - close the others; no clean-shutdown marker
                     clean = False
-                    log.exception("Error while closing %s", lg.topic_partition)
+                    log.error("Error while closing %s: %r", lg.topic_partition, e)
             try:
                 self._write_checkpoints_for_dir(log_dir)
                 if clean and self._started:
                     write_clean_shutdown_file(log_dir, broker_epoch=broker_epoch)
-            except KafkaStorageError:
-                log.exception("Error writing the checkpoints of %s", log_dir)
+            except KafkaStorageError as e:
+                log.error("Error writing the checkpoints of %s: %s", log_dir, e)
         with self._lock:
             self._logs.clear()
         self._unlock_dirs()
