@@ -1,0 +1,137 @@
+"""`logbroker console` over plain HTTP: who may change what (read-only, basic auth off loopback,
+same-origin writes), the startup sentences, and a clean stop."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+from conftest import SEED_LAG, ConsoleProcess
+
+
+def get(url: str, *, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def post(url: str, fields: dict[str, str], *, headers: dict[str, str] | None = None
+         ) -> tuple[int, str]:
+    data = urllib.parse.urlencode(fields).encode()
+    request = urllib.request.Request(url, data=data, method="POST", headers=headers or {})
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(request, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def run_console(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    import os
+    return subprocess.run([sys.executable, "-m", "logbroker.cli", "console", *args],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+def test_read_only_console_refuses_every_write_and_hides_the_forms(seeded_broker):
+    bootstrap, topic, group = seeded_broker
+    with ConsoleProcess(bootstrap, "--read-only") as console:
+        writes = [("/topics", {"name": "made-read-only", "partitions": "1",
+                               "replication_factor": "1"}),
+                  (f"/topics/{topic}/produce", {"value": "x"}),
+                  (f"/topics/{topic}/configs", {"add": "retention.ms=1000"}),
+                  (f"/topics/{topic}/delete", {"confirm": topic}),
+                  ("/group/reset", {"id": group, "to": "latest"}),
+                  ("/group/delete", {"id": group, "confirm": group}),
+                  ("/security/acls", {"principal": "User:a", "resource_name": "t"}),
+                  ("/security/users", {"name": "a", "password": "b"})]
+        for path, fields in writes:
+            status, body = post(console.url + path, fields)
+            assert (path, status) == (path, 403)
+            assert "read-only" in body
+        status, page = get(f"{console.url}/topics")
+        assert status == 200 and "read-only" in page and 'id="create-topic"' not in page
+        status, page = get(f"{console.url}/topics/{topic}")
+        assert 'id="produce"' not in page
+        status, page = get(f"{console.url}/group?id={group}")
+        assert 'id="reset-offsets"' not in page and 'id="delete-group"' not in page
+        status, page = get(f"{console.url}/topics")
+        assert "made-read-only" not in page
+        status, page = get(f"{console.url}/group?id={group}")
+        assert f'id="total-lag">{SEED_LAG}<' in page  # the reset did not happen
+
+
+def test_listening_off_loopback_needs_credentials():
+    result = run_console("--bootstrap-server", "127.0.0.1:1", "--host", "0.0.0.0")
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: Listening on 0.0.0.0 serves the console beyond")
+    assert len(result.stderr.strip().splitlines()) == 1
+    result = run_console("--bootstrap-server", "127.0.0.1:1", "--host", "0.0.0.0",
+                         "--user", "ops")
+    assert result.returncode == 2 and "LOGBROKER_CONSOLE_PASSWORD" in result.stderr
+
+
+def test_an_unreachable_cluster_is_one_sentence():
+    result = run_console("--bootstrap-server", "127.0.0.1:1", "--port", "0")
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: Cannot reach a broker at 127.0.0.1:1")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_credentials_are_required_on_every_request_off_loopback(seeded_broker, tmp_path):
+    bootstrap, topic, _ = seeded_broker
+    password_file = tmp_path / "password"
+    password_file.write_text("s3cret\n")
+    with ConsoleProcess(bootstrap, "--host", "0.0.0.0", "--user", "ops", "--password-file",
+                        str(password_file)) as console:
+        local = console.url.replace("0.0.0.0", "127.0.0.1")
+        for path in ("/", "/topics", f"/topics/{topic}", "/static/htmx.min.js",
+                     "/api/rates.json"):
+            status, _ = get(local + path)
+            assert (path, status) == (path, 401)
+        wrong = "Basic " + base64.b64encode(b"ops:wrong").decode()
+        assert get(local + "/topics", headers={"Authorization": wrong})[0] == 401
+        assert post(local + "/topics", {"name": "x"}, headers={"Authorization": wrong})[0] == 401
+        right = "Basic " + base64.b64encode(b"ops:s3cret").decode()
+        status, page = get(local + "/topics", headers={"Authorization": right})
+        assert status == 200 and topic in page
+
+
+def test_a_write_from_another_site_is_refused(seeded_broker):
+    bootstrap, topic, _ = seeded_broker
+    with ConsoleProcess(bootstrap) as console:
+        status, body = post(console.url + "/topics", {"name": "csrf", "partitions": "1",
+                                                      "replication_factor": "1"},
+                            headers={"Origin": "http://evil.example"})
+        assert status == 403 and "another site" in body
+        status, _ = post(console.url + f"/topics/{topic}/produce", {"value": "x"},
+                         headers={"Sec-Fetch-Site": "cross-site"})
+        assert status == 403
+        assert "csrf" not in get(console.url + "/topics")[1]
+
+
+def test_console_stops_cleanly_on_sigterm(seeded_broker):
+    console = ConsoleProcess(seeded_broker[0]).start()
+    assert console.stop() == 0
+    assert "logbroker console stopped." in console.process.stdout.read()
+
+
+@pytest.mark.parametrize("path", ["/topics/no-such-topic", "/group?id=no-such-group"])
+def test_unknown_topic_or_group_is_a_404_page(seeded_broker, path):
+    with ConsoleProcess(seeded_broker[0]) as console:
+        status, page = get(console.url + path)
+    assert status == 404 and ("UNKNOWN_TOPIC_OR_PARTITION" in page or "GROUP_ID_NOT_FOUND" in page)
