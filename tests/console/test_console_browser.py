@@ -1,0 +1,245 @@
+"""The console in a real browser (Debian's chromium, driven by Playwright) against a real broker:
+every page loads without a browser console error, shows the seeded topic's and group's counts,
+offsets and lag, shows a produced JSON value, and creates, deletes and resets.
+
+Set LOGBROKER_CONSOLE_SCREENSHOTS=docs/console to refresh the screenshots of docs/console.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import (SEED_COMMITTED, SEED_LAG, SEED_PARTITIONS, SEED_PER_PARTITION,
+                      ConsoleProcess)
+
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium")
+
+
+@pytest.fixture(scope="module")
+def console(seeded_broker):
+    with ConsoleProcess(seeded_broker[0]) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    target = os.environ.get("LOGBROKER_CONSOLE_SCREENSHOTS")
+    path = Path(target) if target else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class Page:
+    """A browser tab that records console errors and uncaught exceptions."""
+
+    def __init__(self, browser, base_url: str, shots: Path) -> None:
+        self.context = browser.new_context(viewport={"width": 1280, "height": 800},
+                                           base_url=base_url)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(15_000)
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.shots = shots
+
+    def open(self, path: str):
+        response = self.page.goto(path)
+        assert response.status == 200, f"{path}: {response.status}"
+        self.page.wait_for_load_state("networkidle")
+        return self.page
+
+    def shot(self, name: str) -> None:
+        self.page.screenshot(path=str(self.shots / f"{name}.png"))
+
+    def no_errors(self) -> None:
+        assert self.errors == []
+
+
+@pytest.fixture
+def tab(browser, console, shots):
+    tab = Page(browser, console.url, shots)
+    yield tab
+    tab.context.close()
+    tab.no_errors()
+
+
+def cell_texts(page, selector: str) -> list[str]:
+    return [t.strip() for t in page.locator(selector).all_inner_texts()]
+
+
+def test_overview_shows_brokers_health_and_a_throughput_chart(tab, seeded_broker):
+    page = tab.open("/")
+    assert page.locator("#brokers tbody tr").count() == 1
+    assert "controller" in page.locator("#brokers tbody tr").inner_text()
+    assert page.locator("#under-replicated .num").inner_text() == "0"
+    assert page.locator("#offline .num").inner_text() == "0"
+    page.locator("#throughput-chart canvas").wait_for()  # two samples, 1 s apart
+    tab.shot("overview")
+
+
+def test_topics_list_counts_records_and_searches(tab, seeded_broker):
+    _, topic, _ = seeded_broker
+    page = tab.open("/topics")
+    row = page.locator(f'tr[data-topic="{topic}"]')
+    cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+    assert cells[1:4] == [str(SEED_PARTITIONS), "1", f"{SEED_PARTITIONS * SEED_PER_PARTITION:,}"]
+    tab.shot("topics")
+    page.fill("#topic-search", "no-topic-has-this-name")
+    page.locator("#topics tbody tr").first.wait_for(state="detached")
+    assert "No topics match" in page.locator("#topic-list").inner_text()
+    page.fill("#topic-search", topic[:8])
+    row.wait_for()
+    assert "q=" in page.url
+
+
+def test_group_pages_show_state_and_lag_and_reset_offsets(tab, seeded_broker):
+    _, topic, group = seeded_broker
+    page = tab.open("/groups")
+    row = page.locator(f'tr[data-group="{group}"]')
+    assert "Empty" in row.inner_text()
+    assert row.locator("td.lag").inner_text() == str(SEED_LAG)
+    tab.shot("groups")
+
+    row.locator("a").click()
+    page.wait_for_load_state("networkidle")
+    assert page.locator("#total-lag").inner_text() == str(SEED_LAG)
+    for partition, committed in SEED_COMMITTED.items():
+        cells = cell_texts(page, f'#offsets tr[data-tp="{topic}-{partition}"] td')
+        assert cells[2:5] == [str(committed), str(SEED_PER_PARTITION),
+                              str(SEED_PER_PARTITION - committed)]
+    page.locator("#lag-chart canvas").wait_for()
+    tab.shot("group")
+
+    page.click("#reset-offsets summary")
+    page.select_option('#reset-offsets select[name="to"]', "earliest")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click('#reset-offsets button[type="submit"]')
+    page.wait_for_load_state("networkidle")
+    assert f"Reset {SEED_PARTITIONS} partition(s)" in page.locator(".notice").inner_text()
+    assert page.locator("#total-lag").inner_text() == str(SEED_PARTITIONS * SEED_PER_PARTITION)
+
+
+def test_topic_partitions_show_leaders_and_offsets(tab, seeded_broker):
+    _, topic, _ = seeded_broker
+    page = tab.open(f"/topics/{topic}?tab=partitions")
+    rows = page.locator("#partitions tbody tr")
+    assert rows.count() == SEED_PARTITIONS
+    for p in range(SEED_PARTITIONS):
+        cells = cell_texts(page, f'#partitions tr[data-partition="{p}"] td')
+        assert cells == [str(p), "0", "0", "0", "0", str(SEED_PER_PARTITION),
+                         str(SEED_PER_PARTITION)]
+    tab.shot("topic-partitions")
+
+
+def test_message_browser_shows_newest_first_as_pretty_json_and_pages_by_offset(tab, seeded_broker):
+    _, topic, _ = seeded_broker
+    page = tab.open(f"/topics/{topic}")
+    page.locator("#message-table tbody tr").first.wait_for()
+    assert page.locator("#message-table tbody tr").count() == 20
+    first = page.locator("#message-table tbody tr").first
+    assert '"item": "book"' in first.locator("td.value pre.json").inner_text()
+    assert "source: seed" in first.inner_text().replace("\n", " ").replace("  ", " ")
+    tab.shot("topic-messages")
+
+    page.select_option('#browse select[name="partition"]', "1")
+    page.select_option("#start", "offset")
+    page.fill('#browse input[name="offset"]', "5")
+    page.select_option('#browse select[name="limit"]', "10")
+    page.click('#browse button[type="submit"]')
+    page.wait_for_function("document.querySelector('#message-table tbody tr')?.dataset.offset === '5'")
+    offsets = page.eval_on_selector_all("#message-table tbody tr", "rs => rs.map(r => r.dataset.offset)")
+    assert offsets == [str(o) for o in range(5, 15)]
+
+    page.select_option("#start", "newest")
+    page.select_option('#browse select[name="partition"]', "all")
+    page.fill('#browse input[name="filter"]', '"order": 2007')
+    page.click('#browse button[type="submit"]')
+    page.wait_for_function("document.querySelectorAll('#message-table tbody tr').length === 1")
+    assert page.locator("#message-table tbody tr").get_attribute("data-partition") == "2"
+
+
+def test_produce_form_writes_a_json_record_that_the_browser_shows(tab, seeded_broker):
+    _, topic, _ = seeded_broker
+    page = tab.open(f"/topics/{topic}")
+    page.click("#produce summary")
+    page.select_option('#produce select[name="partition"]', "1")
+    page.fill('#produce input[name="key"]', "console-key")
+    page.fill('#produce textarea[name="value"]', '{"hello": "console", "n": [1, 2]}')
+    page.fill('#produce textarea[name="headers"]', "origin=test")
+    page.click('#produce button[type="submit"]')
+    assert page.locator("#produced").inner_text() == (
+        f"Produced to partition 1 at offset {SEED_PER_PARTITION}.")
+    page.wait_for_function("document.querySelector('#message-table')?.innerText.includes('console-key')")
+    newest = page.locator("#message-table tbody tr").first
+    assert newest.locator("td.value pre.json").inner_text() == (
+        '{\n  "hello": "console",\n  "n": [\n    1,\n    2\n  ]\n}')
+    assert "origin" in newest.inner_text()
+
+
+def test_config_edit_sets_and_resets_a_topic_config(tab, seeded_broker):
+    _, topic, _ = seeded_broker
+    page = tab.open(f"/topics/{topic}?tab=configs")
+    page.fill('input[name="config.retention.ms"]', "3600000")
+    page.click('#configs-form button[type="submit"]')
+    assert "Updated retention.ms=3600000." in page.locator(".notice").inner_text()
+    assert page.input_value('input[name="config.retention.ms"]') == "3600000"
+    assert "DYNAMIC_TOPIC_CONFIG" in page.locator('tr[data-config="retention.ms"]').inner_text()
+    tab.shot("topic-configs")
+    page.check('tr[data-config="retention.ms"] input[name="reset"]')
+    page.click('#configs-form button[type="submit"]')
+    assert "retention.ms reset" in page.locator(".notice").inner_text()
+    assert page.input_value('input[name="config.retention.ms"]') == "604800000"
+
+
+def test_create_and_delete_a_topic_with_confirmation(tab):
+    page = tab.open("/topics")
+    page.click("#create-topic summary")
+    page.fill('#create-topic input[name="name"]', "made-in-console")
+    page.fill('#create-topic input[name="partitions"]', "4")
+    page.fill('#create-topic textarea[name="configs"]', "cleanup.policy=compact")
+    page.click('#create-topic button[type="submit"]')
+    page.wait_for_load_state("networkidle")
+    assert page.url.endswith("/topics/made-in-console?notice=Created+topic+%27made-in-console%27+with+4+partition%28s%29.")
+    page.goto("/topics/made-in-console?tab=partitions")
+    assert page.locator("#partitions tbody tr").count() == 4
+    page.click("#delete-topic summary")
+    page.fill('#delete-topic input[name="confirm"]', "wrong-name")
+    page.click('#delete-topic button[type="submit"]')
+    assert "Type the topic name" in page.locator(".alert").inner_text()
+    page.click("#delete-topic summary")
+    page.fill('#delete-topic input[name="confirm"]', "made-in-console")
+    page.click('#delete-topic button[type="submit"]')
+    page.wait_for_load_state("networkidle")
+    assert "Deleted topic 'made-in-console'." in page.locator(".notice").inner_text()
+    assert page.locator('tr[data-topic="made-in-console"]').count() == 0
+
+
+def test_delete_a_group_with_confirmation(tab, seeded_broker):
+    _, _, group = seeded_broker
+    page = tab.open(f"/group?id={group}")
+    page.click("#delete-group summary")
+    page.fill('#delete-group input[name="confirm"]', group)
+    page.click('#delete-group button[type="submit"]')
+    page.wait_for_load_state("networkidle")
+    assert f"Deleted group '{group}'." in page.locator(".notice").inner_text()
+    assert page.locator(f'tr[data-group="{group}"]').count() == 0
+
+
+def test_security_page_says_when_the_authorizer_is_off(tab):
+    page = tab.open("/security")
+    assert "no authorizer" in page.locator("#authorizer-off").inner_text()
+    assert page.locator("#users").count() == 1
