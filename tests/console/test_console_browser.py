@@ -243,3 +243,61 @@ def test_security_page_says_when_the_authorizer_is_off(tab):
     page = tab.open("/security")
     assert "no authorizer" in page.locator("#authorizer-off").inner_text()
     assert page.locator("#users").count() == 1
+
+
+@pytest.fixture(scope="module")
+def secured_console(tmp_path_factory):
+    """A SASL/PLAIN broker with the ACL authorizer (admin is the super user), and a console that
+    reaches it through a --command-config of Kafka client properties."""
+    from logbroker.testing import BrokerProcess
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'username="admin" password="admin-secret" user_admin="admin-secret";')
+    base = tmp_path_factory.mktemp("secured")
+    broker = BrokerProcess(base, overrides={
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+        "security.inter.broker.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:admin"}).start()
+    config = base / "admin.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                      "sasl.username=admin\nsasl.password=admin-secret\n")
+    with ConsoleProcess(broker.bootstrap, "--command-config", str(config)) as console:
+        yield console
+    broker.kill()
+
+
+def test_security_page_adds_and_removes_acls_and_scram_users(browser, secured_console, shots):
+    tab = Page(browser, secured_console.url, shots)
+    page = tab.open("/security")
+    page.click("#add-acl summary")
+    page.fill('#add-acl input[name="principal"]', "User:alice")
+    page.fill('#add-acl input[name="resource_name"]', "orders")
+    page.select_option('#add-acl select[name="operation"]', "WRITE")
+    page.click('#add-acl button[type="submit"]')
+    page.wait_for_load_state("networkidle")
+    assert "Added ALLOW WRITE for User:alice on TOPIC 'orders'." in page.locator(".notice").inner_text()
+    assert cell_texts(page, "#acls tbody tr td")[:7] == [
+        "User:alice", "*", "TOPIC", "orders", "LITERAL", "WRITE", "ALLOW"]
+
+    page.click("#add-user summary")
+    page.fill('#add-user input[name="name"]', "bob")
+    page.fill('#add-user input[name="password"]', "bob-secret")
+    page.click('#add-user button[type="submit"]')
+    page.wait_for_load_state("networkidle")
+    assert "Set the SCRAM-SHA-256 credential of 'bob'." in page.locator(".notice").inner_text()
+    assert cell_texts(page, "#users tbody tr td")[:3] == ["bob", "SCRAM-SHA-256", "8192"]
+    tab.shot("security")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#acls button")
+    page.wait_for_load_state("networkidle")
+    assert "Removed ALLOW WRITE" in page.locator(".notice").inner_text()
+    assert page.locator("#acls").inner_text().count("User:alice") == 0
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#users button")
+    page.wait_for_load_state("networkidle")
+    assert "No SCRAM users." in page.locator("#users").inner_text()
+    tab.context.close()
+    tab.no_errors()
