@@ -9,8 +9,8 @@ while it assigns, reads and unassigns.
 
 Reading a page of a topic reads only that page: ListOffsets gives each partition's start and end,
 the consumer is assigned at `end - limit` (or the offset or timestamp asked for), and it stops
-each partition at the offset where the page ends, with librdkafka's prefetch bounded to a few
-hundred KiB per partition.
+each partition at the offset where the page ends, with librdkafka's prefetch bounded to 1 MiB
+per partition and fetch (16 MiB queued in all).
 """
 
 from __future__ import annotations
@@ -73,8 +73,11 @@ class Cluster:
             "group.id": f"logbroker-console-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": "false", "enable.auto.offset.store": "false",
             "enable.partition.eof": "true", "isolation.level": "read_uncommitted",
-            "fetch.wait.max.ms": "50", "fetch.max.bytes": "4194304",
-            "max.partition.fetch.bytes": "262144", "queued.max.messages.kbytes": "1024",
+            "fetch.wait.max.ms": "10", "fetch.max.bytes": "8388608",
+            "max.partition.fetch.bytes": "1048576", "queued.max.messages.kbytes": "16384",
+            # librdkafka waits this long (default 1 s) before fetching again once its queue is
+            # full, which a page that reads past the first fetch would wait for.
+            "fetch.queue.backoff.ms": "5",
             "client.id": "logbroker-console"}))
         self._consumer_lock = threading.Lock()
 
