@@ -81,13 +81,38 @@ def cell_texts(page, selector: str) -> list[str]:
     return [t.strip() for t in page.locator(selector).all_inner_texts()]
 
 
+def produce_for(bootstrap: str, topic: str, seconds: float, per_second: int) -> None:
+    """Some steady traffic, so the throughput chart has something to show."""
+    import time
+
+    import confluent_kafka
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for i in range(per_second // 10):
+            producer.produce(topic, b'{"page": "/checkout", "ms": %d}' % i)
+        producer.poll(0)
+        time.sleep(0.1)
+    producer.flush(10)
+
+
 def test_overview_shows_brokers_health_and_a_throughput_chart(tab, seeded_broker):
+    import threading
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+    bootstrap = seeded_broker[0]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("clickstream", 1, 1)])["clickstream"].result(30)
+    traffic = threading.Thread(target=produce_for, args=(bootstrap, "clickstream", 4.0, 500))
+    traffic.start()
     page = tab.open("/")
     assert page.locator("#brokers tbody tr").count() == 1
     assert "controller" in page.locator("#brokers tbody tr").inner_text()
     assert page.locator("#under-replicated .num").inner_text() == "0"
     assert page.locator("#offline .num").inner_text() == "0"
     page.locator("#throughput-chart canvas").wait_for()  # two samples, 1 s apart
+    traffic.join()
+    page.wait_for_timeout(1500)  # the chart's next refresh shows the traffic
     tab.shot("overview")
 
 
