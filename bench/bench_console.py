@@ -2,13 +2,14 @@
 pages, against a real `logbroker serve` subprocess, over HTTP (the time to the last byte of the
 HTML, as a browser's navigation would wait for it; no rendering).
 
-    .venv/bin/python bench/bench_console.py                     # 1,000 topics, a 1 GB topic, ~2 min
+    .venv/bin/python bench/bench_console.py       # 1,000 topics, a 1 GB topic, 200 groups, ~2 min
     .venv/bin/python bench/bench_console.py --topics 200 --gb 0.25   # a scaled-down run
 
 Goal (issue 14): the topic list with 1,000 topics, and the message browser on a 1 GB topic, each
 answer in < 1 s.
 
-1. Create `--topics` topics of 1 partition each (plus the big one), and produce `--gb` GB of
+1. Create `--topics` topics of 1 partition each (plus the big one), commit offsets of `--groups`
+   groups (10 partitions each, no members), and produce `--gb` GB of
    1 KiB JSON records (acks=1, linger.ms=20) into the big topic's 4 partitions; note the time
    halfway, for the by-timestamp read.
 2. Start the console (sampling end offsets every 5 s, as by default, so the sampler's ListOffsets
@@ -81,6 +82,18 @@ def produce_big(bootstrap: str, total_bytes: int) -> tuple[int, int, float]:
     return count, middle_ms, time.monotonic() - start
 
 
+def create_groups(bootstrap: str, count: int) -> None:
+    """`count` groups, each with offsets committed on 10 of the small topics (no members)."""
+    import confluent_kafka
+    for g in range(count):
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap,
+                                             "group.id": f"group-{g:04d}",
+                                             "enable.auto.commit": False})
+        consumer.commit(offsets=[confluent_kafka.TopicPartition(f"topic-{t:05d}", 0, 0)
+                                 for t in range(g % 50, g % 50 + 10)], asynchronous=False)
+        consumer.close()
+
+
 def timed_get(url: str) -> tuple[float, int, bytes]:
     start = time.perf_counter()
     with urllib.request.urlopen(url, timeout=60) as response:
@@ -93,6 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--gb", type=float, default=1.0, help="GB (10^9 bytes) in the big topic")
+    parser.add_argument("--groups", type=int, default=200)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
 
@@ -106,16 +120,19 @@ def main() -> None:
             start = time.monotonic()
             create_topics(broker.bootstrap, args.topics)
             create_s = time.monotonic() - start
+            say(f"committing offsets of {args.groups} groups")
+            create_groups(broker.bootstrap, args.groups)
             say(f"producing {args.gb:g} GB into '{BIG}'")
             records, middle_ms, produce_s = produce_big(broker.bootstrap, int(args.gb * 1e9))
             say(f"{records:,} records in {produce_s:.1f} s")
-            rows = measure(broker.bootstrap, args.runs, records, middle_ms, args.topics)
+            rows = measure(broker.bootstrap, args.runs, records, middle_ms, args.topics,
+                           args.groups)
         finally:
             broker.stop()
 
     print("## Web console (issue 14): `bench/bench_console.py`\n")
     print(f"Command: `.venv/bin/python bench/bench_console.py --topics {args.topics} "
-          f"--gb {args.gb:g} --runs {args.runs}`\n")
+          f"--gb {args.gb:g} --groups {args.groups} --runs {args.runs}`\n")
     print("Machine:")
     print("\n".join(machine.lines()))
     print(f"\nSetup: {args.topics:,} topics created in {create_s:.1f} s; '{BIG}' holds "
@@ -124,7 +141,8 @@ def main() -> None:
     print(table(["request", "what it does", "median ms", "max ms", "goal", "verdict"], rows))
 
 
-def measure(bootstrap: str, runs: int, records: int, middle_ms: int, topics: int) -> list:
+def measure(bootstrap: str, runs: int, records: int, middle_ms: int, topics: int,
+            groups: int) -> list:
     console = subprocess.Popen([sys.executable, "-m", "logbroker.cli", "console",
                                 "--bootstrap-server", bootstrap, "--port", "0"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -154,6 +172,9 @@ def measure(bootstrap: str, runs: int, records: int, middle_ms: int, topics: int
             (f"/topics/{BIG}/messages?limit=100&start=oldest", "browser: oldest 100", True),
             (f"/topics/{BIG}/messages?limit=20&filter=no-record-has-this",
              "browser: filter matching nothing (scans 5,000 per partition)", False),
+            ("/groups", f"group list, first page of {groups:,} (members, offsets, lag of 50)",
+             False),
+            ("/group?id=group-0007", "one group: members, offsets, lag", False),
         ]
         rows = []
         for path, what, goal in cases:

@@ -224,7 +224,8 @@ def create_app(cluster: Cluster, *, read_only: bool = False,
             pages = max(1, -(-len(listed) // GROUPS_PER_PAGE))
             number = min(number, pages)
             shown = listed[(number - 1) * GROUPS_PER_PAGE:number * GROUPS_PER_PAGE]
-            details = [await call(cluster.group, g.group_id) for g in shown]
+            detail = await call(cluster.groups_detail, [g.group_id for g in shown])
+            details = [detail[g.group_id] for g in shown]
         except ConsoleError as e:
             return page(request, "error.html", 502, error=str(e), title="Consumer groups")
         return page(request, "groups.html", title="Consumer groups", query=query,

@@ -383,42 +383,39 @@ class Cluster:
 
     def group(self, group_id: str) -> GroupInfo | None:
         """The group with its members and offsets (and the lag of each), None when unknown."""
+        return self.groups_detail([group_id])[group_id]
+
+    def groups_detail(self, group_ids: list[str]) -> dict[str, GroupInfo | None]:
+        """Each group with its members, offsets and lag (None for a group that does not exist),
+        in a fixed number of rounds however many groups: one DescribeGroups, the OffsetFetch of
+        every group at once (librdkafka takes one group per request), one ListOffsets."""
         from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
         from confluent_kafka.admin import OffsetSpec
-        future = self.admin.describe_consumer_groups([group_id],
-                                                     request_timeout=self.timeout_s)[group_id]
-        try:
-            description = future.result(timeout=self.timeout_s + 5)
-        except KafkaException as e:
-            if e.args[0].code() == GROUP_ID_NOT_FOUND:
-                return None
-            raise ConsoleError(_sentence(e, f"Cannot describe group '{group_id}'")) from None
-        state = _state(description.state)
-        committed_result = self._result(self.admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group_id)], request_timeout=self.timeout_s)[group_id],
-            f"Cannot fetch the offsets of group '{group_id}'")
-        committed = {(tp.topic, tp.partition): tp.offset for tp in committed_result.topic_partitions
-                     if tp.error is None and tp.offset >= 0}
-        if state == "Dead" and not committed:
-            return None
-        members = []
-        owner: dict[tuple[str, int], str] = {}
-        for m in description.members:
-            assigned = tuple(sorted((tp.topic, tp.partition)
-                                    for tp in (m.assignment.topic_partitions if m.assignment
-                                               else [])))
-            for tp in assigned:
-                owner[tp] = m.member_id
-            members.append(Member(m.member_id, m.client_id, m.host, m.group_instance_id, assigned))
-        partitions = sorted(set(committed) | set(owner))
-        ends = self.list_offsets(partitions, OffsetSpec.latest())
-        offsets = tuple(GroupOffset(t, p, committed.get((t, p)), ends.get((t, p)),
-                                    owner.get((t, p))) for t, p in partitions)
-        coordinator = description.coordinator
-        return GroupInfo(group_id, state, description.partition_assignor or "",
-                         Broker(coordinator.id, coordinator.host, coordinator.port,
-                                coordinator.rack, False) if coordinator else None,
-                         tuple(sorted(members, key=lambda m: m.member_id)), offsets)
+        if not group_ids:
+            return {}
+        described = self.admin.describe_consumer_groups(group_ids, request_timeout=self.timeout_s)
+        fetched = {g: self.admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(g)], request_timeout=self.timeout_s)[g]
+            for g in group_ids}
+        found: dict[str, tuple] = {}
+        for group_id in group_ids:
+            try:
+                description = described[group_id].result(timeout=self.timeout_s + 5)
+            except KafkaException as e:
+                if e.args[0].code() == GROUP_ID_NOT_FOUND:
+                    continue
+                raise ConsoleError(_sentence(e, f"Cannot describe group '{group_id}'")) from None
+            result = self._result(fetched[group_id],
+                                  f"Cannot fetch the offsets of group '{group_id}'")
+            committed = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions
+                         if tp.error is None and tp.offset >= 0}
+            if _state(description.state) != "Dead" or committed:
+                found[group_id] = (description, committed)
+        partitions = {tp for _, committed in found.values() for tp in committed}
+        for description, _ in found.values():
+            partitions |= {tp for _, tp in _assigned(description)}
+        ends = self.list_offsets(sorted(partitions), OffsetSpec.latest())
+        return {g: _group_info(g, *found[g], ends) if g in found else None for g in group_ids}
 
     def reset_group(self, group_id: str, *, to: str, topic: str | None = None,
                     timestamp_ms: int | None = None) -> dict[tuple[str, int], int]:
@@ -539,6 +536,27 @@ class Cluster:
             request_timeout=self.timeout_s)
         for future in futures.values():
             self._result(future, f"Cannot delete the SCRAM credential of '{name}'")
+
+
+def _assigned(description) -> list[tuple[str, tuple[str, int]]]:
+    """(member id, (topic, partition)) for each partition assigned to a member of the group."""
+    return [(m.member_id, (tp.topic, tp.partition)) for m in description.members
+            for tp in (m.assignment.topic_partitions if m.assignment else [])]
+
+
+def _group_info(group_id: str, description, committed: dict[tuple[str, int], int],
+                ends: dict[tuple[str, int], int]) -> GroupInfo:
+    owner = {tp: member for member, tp in _assigned(description)}
+    members = tuple(sorted((Member(m.member_id, m.client_id, m.host, m.group_instance_id,
+                                   tuple(sorted(tp for member, tp in _assigned(description)
+                                                if member == m.member_id)))
+                            for m in description.members), key=lambda m: m.member_id))
+    offsets = tuple(GroupOffset(t, p, committed.get((t, p)), ends.get((t, p)), owner.get((t, p)))
+                    for t, p in sorted(set(committed) | set(owner)))
+    coordinator = description.coordinator
+    return GroupInfo(group_id, _state(description.state), description.partition_assignor or "",
+                     Broker(coordinator.id, coordinator.host, coordinator.port, coordinator.rack,
+                            False) if coordinator else None, members, offsets)
 
 
 def _source_name(source) -> str:
