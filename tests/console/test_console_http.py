@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from conftest import SEED_LAG, ConsoleProcess
+from conftest import SEED_LAG, SEED_PARTITIONS, SEED_PER_PARTITION, ConsoleProcess
 
 
 def get(url: str, *, headers: dict[str, str] | None = None) -> tuple[int, str]:
@@ -37,6 +37,8 @@ def post(url: str, fields: dict[str, str], *, headers: dict[str, str] | None = N
         with opener.open(request, timeout=30) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as e:
+        if 300 <= e.code < 400:  # the redirect's target: where the page's notice or error is
+            return e.code, urllib.parse.unquote_plus(e.headers["Location"])
         return e.code, e.read().decode()
 
 
@@ -135,3 +137,47 @@ def test_unknown_topic_or_group_is_a_404_page(seeded_broker, path):
     with ConsoleProcess(seeded_broker[0]) as console:
         status, page = get(console.url + path)
     assert status == 404 and ("UNKNOWN_TOPIC_OR_PARTITION" in page or "GROUP_ID_NOT_FOUND" in page)
+
+
+def test_an_address_in_use_is_one_sentence(seeded_broker):
+    import socket
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = run_console("--bootstrap-server", seeded_broker[0], "--port", str(port))
+    assert result.returncode == 1
+    assert result.stderr.strip() == (f"Error: Cannot listen on 127.0.0.1:{port}: "
+                                     "Address already in use.")
+
+
+def test_reset_offsets_to_latest_and_to_a_timestamp_and_refused_with_members(seeded_broker):
+    import re
+    import time
+
+    import confluent_kafka
+    bootstrap, topic, group = seeded_broker
+
+    def total_lag(console) -> int:
+        page = get(f"{console.url}/group?id={group}")[1]
+        return int(re.search(r'id="total-lag">([\d,]+)<', page).group(1).replace(",", ""))
+
+    with ConsoleProcess(bootstrap) as console:
+        status, _ = post(console.url + "/group/reset", {"id": group, "to": "latest"})
+        assert status == 303 and total_lag(console) == 0
+        status, _ = post(console.url + "/group/reset", {"id": group, "to": "timestamp",
+                                                        "timestamp": "2000-01-01T00:00"})
+        assert status == 303 and total_lag(console) == SEED_PARTITIONS * SEED_PER_PARTITION
+        status, _ = post(console.url + "/group/reset", {"id": group, "to": "timestamp",
+                                                        "timestamp": "2999-01-01T00:00"})
+        assert total_lag(console) == 0  # none is that new: the end, as Kafka's tool does
+
+        member = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                           "session.timeout.ms": 6000})
+        member.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while "Stable" not in get(f"{console.url}/group?id={group}")[1]:
+            member.poll(0.2)
+            assert time.monotonic() < deadline, "the member never joined"
+        status, target = post(console.url + "/group/reset", {"id": group, "to": "earliest"})
+        member.close()
+        assert status == 303 and "has 1 active member(s): offsets can only be reset when it is " \
+            "empty" in target

@@ -96,7 +96,8 @@ def console(bootstrap_server: str, command_config: str | None, host: str, port: 
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         listener = socket.create_server((host, port), family=family, backlog=128)
     except OSError as e:
-        fail(f"Cannot listen on {host}:{port}: {e.strerror or e}.")
+        reason = os.strerror(e.errno) if e.errno else str(e)  # create_server adds the address
+        fail(f"Cannot listen on {host}:{port}: {reason}.")
     bound_port = listener.getsockname()[1]
     cluster = Cluster(bootstrap_server, properties)
     app = create_app(cluster, read_only=read_only,

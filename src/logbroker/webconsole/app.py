@@ -289,16 +289,17 @@ def create_app(cluster: Cluster, *, read_only: bool = False,
     # -- security ----------------------------------------------------------------------------
 
     async def security(request: Request) -> Response:
+        # Each part on its own: a principal may be allowed to list one and not the other.
         try:
-            acls = await call(cluster.acls)
+            acls, acls_error = await call(cluster.acls), None
         except ConsoleError as e:
-            return page(request, "error.html", 502, error=str(e), title="Security")
+            acls, acls_error = [], str(e)
         try:
             users, users_error = await call(cluster.scram_users), None
         except ConsoleError as e:
             users, users_error = [], str(e)
         return page(request, "security.html", title="Security", acls=acls, users=users,
-                    users_error=users_error)
+                    acls_error=acls_error, users_error=users_error)
 
     async def change_acl(request: Request) -> Response:
         """POST /security/acls adds the ACL the form describes, …/acls/delete removes it."""
