@@ -215,6 +215,20 @@ def test_produce_form_writes_a_json_record_that_the_browser_shows(tab, seeded_br
     assert "origin" in newest.inner_text()
 
 
+def test_group_page_refreshes_its_lag_by_itself(tab, seeded_broker):
+    import confluent_kafka
+    bootstrap, topic, group = seeded_broker
+    page = tab.open(f"/group?id={group}")
+    before = int(page.locator("#total-lag").inner_text().replace(",", ""))
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
+    for i in range(5):
+        producer.produce(topic, b'{"late": %d}' % i, partition=0)
+    assert producer.flush(10) == 0
+    page.wait_for_function(f"document.querySelector('#total-lag').innerText === '{before + 5}'")
+    assert page.locator(f'#offsets tr[data-tp="{topic}-0"] td.lag').inner_text() == str(
+        SEED_PER_PARTITION + 5)
+
+
 def test_config_edit_sets_and_resets_a_topic_config(tab, seeded_broker):
     _, topic, _ = seeded_broker
     page = tab.open(f"/topics/{topic}?tab=configs")
