@@ -188,6 +188,9 @@ def test_message_browser_shows_newest_first_as_pretty_json_and_pages_by_offset(t
     page.wait_for_function("document.querySelector('#message-table tbody tr')?.dataset.offset === '5'")
     offsets = page.eval_on_selector_all("#message-table tbody tr", "rs => rs.map(r => r.dataset.offset)")
     assert offsets == [str(o) for o in range(5, 15)]
+    page.click("#next-page")
+    page.wait_for_function("document.querySelector('#message-table tbody tr')?.dataset.offset === '15'")
+    assert page.locator("#message-table tbody tr").count() == 10
 
     page.select_option("#start", "newest")
     page.select_option('#browse select[name="partition"]', "all")

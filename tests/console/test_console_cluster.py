@@ -37,9 +37,16 @@ def test_overview_shows_racks_and_under_replicated_and_under_min_isr_partitions(
         cluster.kill(victim)
         for partition in (0, 1):
             cluster.wait_for_isr("payments", partition, size=2, excludes={victim})
-        page = wait_for(lambda: (lambda p: p if card(p, "under-replicated") == 2 else None)(
-            get(console.url + "/")[1]), timeout_s=30, what="the overview to see the shrunk ISRs")
-        assert card(page, "under-min-isr") == 2 and card(page, "offline") == 0
-        assert page.count("ISR below min.insync.replicas") == 2
+        page = wait_for(lambda: (lambda p: p if p.count("ISR below min.insync.replicas") >= 2
+                                 else None)(get(console.url + "/")[1]),
+                        timeout_s=30, what="the overview to see the shrunk ISRs")
+        # (__consumer_offsets has one replica here: its partitions on the victim are offline.)
+        problems = re.findall(r'<td><a href="/topics/payments\?tab=partitions">payments</a></td>'
+                              r'<td>(\d)</td><td class="\w+">([^<]+)</td>', page)
+        assert sorted(problems) == [("0", "ISR below min.insync.replicas"),
+                                    ("0", "under-replicated"),
+                                    ("1", "ISR below min.insync.replicas"),
+                                    ("1", "under-replicated")]
+        assert card(page, "under-min-isr") >= 2
         status, page = get(console.url + "/topics/payments?tab=partitions")
         assert page.count('<td class="warn">') == 2  # the ISR cells, highlighted

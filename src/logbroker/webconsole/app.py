@@ -23,7 +23,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from logbroker.webconsole import render
+from logbroker.webconsole import paging, render
 from logbroker.webconsole.cluster import Cluster, ConsoleError
 from logbroker.webconsole.guard import Credentials, GuardMiddleware
 from logbroker.webconsole.model import Acl
@@ -150,16 +150,31 @@ def create_app(cluster: Cluster, *, read_only: bool = False,
                     timestamp_ms = render.parse_datetime(params.get("timestamp", ""))
                 except ValueError as e:
                     raise ConsoleError(str(e)) from None
+            cursor = None
+            if params.get("cursor"):
+                try:
+                    cursor = paging.parse_cursor(params["cursor"])
+                except ValueError as e:
+                    raise ConsoleError(str(e)) from None
+            if start not in paging.STARTS:
+                raise ConsoleError(f"Unknown start '{start}': one of {', '.join(paging.STARTS)}.")
             found = await call(cluster.read_messages, name, partitions=partitions, start=start,
                                limit=limit, offset=_int(params.get("offset"), 0),
-                               timestamp_ms=timestamp_ms,
+                               timestamp_ms=timestamp_ms, cursor=cursor,
                                matches=(lambda m: render.matches(m, needle)) if needle else None)
         except ConsoleError as e:
             return page(request, "messages.html", error=str(e), rows=[], found=None)
         rows = [(m, render.show(m.key, fmt), render.show(m.value, fmt),
                  [(h, render.show(v, "auto")) for h, v in m.headers]) for m in found.messages]
+        here = f"/topics/{quote(name, safe='')}/messages?"
+        query = [(k, v) for k, v in params.multi_items() if k != "cursor"]
+        next_url = None
+        if found.next_cursor is not None:
+            next_url = here + urlencode(
+                [*query, ("cursor", paging.format_cursor(found.next_cursor))])
         return page(request, "messages.html", rows=rows, found=found, needle=needle,
-                    limit=limit)
+                    limit=limit, next_url=next_url, newest=start == "newest",
+                    first_url=here + urlencode(query) if cursor is not None else None)
 
     async def produce(request: Request) -> Response:
         name = request.path_params["name"]

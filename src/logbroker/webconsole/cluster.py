@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 
 from logbroker.cli.common import INTERNAL_TOPICS, client_config, error_sentence
+from logbroker.webconsole import paging
 from logbroker.webconsole.model import (
     Acl,
     Broker,
@@ -261,52 +262,52 @@ class Cluster:
 
     def read_messages(self, topic: str, *, partitions: list[int], start: str, limit: int,
                       offset: int | None = None, timestamp_ms: int | None = None,
-                      matches=None) -> MessagePage:
+                      cursor: dict[int, int] | None = None, matches=None) -> MessagePage:
         """A page of `topic`: `limit` records from each of `partitions` (merged and cut to
         `limit`), starting at `start`: "newest" (the last ones, shown newest first), "oldest",
         "offset" (`offset` in each partition) or "timestamp" (the first at or after
-        `timestamp_ms`). With `matches` (a predicate on Message), records that fail it are
-        skipped, reading at most MAX_SCAN_PER_PARTITION records per partition."""
+        `timestamp_ms`), or continuing from a previous page's `cursor` (paging.py). With
+        `matches` (a predicate on Message), records that fail it are skipped, reading at most
+        MAX_SCAN_PER_PARTITION records per partition."""
         from confluent_kafka.admin import OffsetSpec
         tps = [(topic, p) for p in partitions]
         starts, ends = self.watermarks(tps)
-        scan = limit if matches is None else MAX_SCAN_PER_PARTITION
-        ranges: dict[int, tuple[int, int]] = {}  # partition → [from, to)
-        if start == "timestamp":
-            at = self.list_offsets(tps, OffsetSpec.for_timestamp(int(timestamp_ms or 0)))
-        for _, p in tps:
-            low, high = starts.get((topic, p)), ends.get((topic, p))
-            if low is None or high is None:
-                continue
-            if start == "newest":
-                begin = max(low, high - scan)
-            elif start == "oldest":
-                begin = low
-            elif start == "offset":
-                begin = min(max(low, int(offset or 0)), high)
-            else:
-                begin = at.get((topic, p), high)
-            ranges[p] = (begin, min(high, begin + scan))
-        messages, scanned, timed_out = self._read_ranges(topic, ranges, matches,
-                                                        forward_limit=None if start == "newest"
-                                                        else limit)
-        if start == "newest":
+        low = {p: o for (_, p), o in starts.items()}
+        high = {p: o for (_, p), o in ends.items()}
+        at = None
+        if start == "timestamp" and cursor is None:
+            at = {p: o for (_, p), o in self.list_offsets(
+                tps, OffsetSpec.for_timestamp(int(timestamp_ms or 0))).items()}
+        newest = start == "newest"
+        ranges = paging.ranges_for(start, partitions=partitions, low=low, high=high,
+                                   scan=limit if matches is None else MAX_SCAN_PER_PARTITION,
+                                   offset=int(offset or 0), at=at, cursor=cursor)
+        found, reached, scanned, timed_out = self._read_ranges(
+            topic, ranges, matches, forward_limit=None if newest else limit)
+        messages = [m for p in found for m in found[p]]
+        if newest:
             messages.sort(key=lambda m: (m.timestamp_ms or 0, m.offset), reverse=True)
         else:
             messages.sort(key=lambda m: (m.timestamp_ms or 0, m.partition, m.offset))
-        watermarks = {p: (starts.get((topic, p), 0), ends.get((topic, p), 0)) for p in partitions}
-        return MessagePage(tuple(messages[:limit]), scanned, watermarks, timed_out)
+        shown = tuple(messages[:limit])
+        watermarks = {p: (low.get(p, 0), high.get(p, 0)) for p in partitions}
+        return MessagePage(shown, scanned, watermarks, timed_out, paging.next_cursor(
+            newest=newest, ranges=ranges, found=found, shown=shown, reached=reached, low=low,
+            high=high))
 
     def _read_ranges(self, topic: str, ranges: dict[int, tuple[int, int]], matches, *,
-                     forward_limit: int | None) -> tuple[list[Message], int, bool]:
-        """Read [from, to) of each partition. Reading forward, a partition also stops once it
-        has `forward_limit` matching records."""
+                     forward_limit: int | None):
+        """Read [from, to) of each partition: (the matching records by partition, the offset
+        after the last record scanned in each, records scanned, whether the deadline cut the
+        read short). Reading forward, a partition also stops once it has `forward_limit`
+        matching records."""
         from confluent_kafka import KafkaError, TopicPartition
         pending = {p: r for p, r in ranges.items() if r[0] < r[1]}
-        found: dict[int, list[Message]] = {p: [] for p in pending}
+        found: dict[int, list[Message]] = {p: [] for p in ranges}
+        reached = {p: r[0] if r[0] < r[1] else r[1] for p, r in ranges.items()}
         scanned = 0
         if not pending:
-            return [], 0, False
+            return found, reached, 0, False
         deadline = time.monotonic() + READ_DEADLINE_S
         with self._consumer_lock:
             self.consumer.assign([TopicPartition(topic, p, r[0]) for p, r in pending.items()])
@@ -317,25 +318,26 @@ class Cluster:
                     first = self.consumer.poll(0.1)
                     if first is None:
                         continue
-                    batch = [first, *self.consumer.consume(1000, timeout=0)]
-                    for record in batch:
+                    for record in [first, *self.consumer.consume(1000, timeout=0)]:
                         p = record.partition()
                         error = record.error()
                         if error is not None:
-                            if error.code() == KafkaError._PARTITION_EOF:
-                                if p in pending and record.offset() >= pending[p][1] - 1:
-                                    pending.pop(p, None)
-                                continue
-                            raise ConsoleError(f"Cannot read {topic}-{p}: "
-                                               f"{error_sentence(error)}")
+                            if error.code() != KafkaError._PARTITION_EOF:
+                                raise ConsoleError(f"Cannot read {topic}-{p}: "
+                                                   f"{error_sentence(error)}")
+                            if p in pending:  # at the log's end: nothing more to read now
+                                end = pending.pop(p)[1]
+                                reached[p] = max(reached[p], min(record.offset(), end))
+                            continue
                         if p not in pending:
                             continue
                         offset = record.offset()
                         end = pending[p][1]
                         if offset >= end:
-                            pending.pop(p)
+                            reached[p] = pending.pop(p)[1]
                             continue
                         scanned += 1
+                        reached[p] = offset + 1
                         message = _message(record)
                         if matches is None or matches(message):
                             found[p].append(message)
@@ -344,8 +346,7 @@ class Cluster:
                             pending.pop(p)
             finally:
                 self.consumer.unassign()
-        messages = [m for p in found for m in found[p]]
-        return messages, scanned, bool(pending)
+        return found, reached, scanned, bool(pending)
 
     def produce(self, topic: str, *, value: bytes | None, key: bytes | None,
                 headers: list[tuple[str, bytes]], partition: int | None) -> tuple[int, int]:

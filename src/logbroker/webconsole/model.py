@@ -105,13 +105,14 @@ class Message:
 @dataclass(frozen=True, slots=True)
 class MessagePage:
     """What one read of the message browser found: `messages` in display order, how many
-    records were read to find them (more than shown when a filter is on), and each partition's
-    offsets at the time of the read."""
+    records were read to find them (more than shown when a filter is on), each partition's
+    offsets at the time of the read, and the cursor of the next page (None at the end)."""
 
     messages: tuple[Message, ...]
     scanned: int
     watermarks: dict[int, tuple[int, int]] = field(default_factory=dict)
     timed_out: bool = False
+    next_cursor: dict[int, int] | None = None  # where the next page starts (paging.py)
 
 
 @dataclass(frozen=True, slots=True)
