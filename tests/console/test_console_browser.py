@@ -108,6 +108,8 @@ def test_overview_shows_brokers_health_and_a_throughput_chart(tab, seeded_broker
     page = tab.open("/")
     assert page.locator("#brokers tbody tr").count() == 1
     assert "controller" in page.locator("#brokers tbody tr").inner_text()
+    total = page.locator(".card:has-text('partitions') .num").inner_text()
+    assert cell_texts(page, "#brokers tbody td.n") == [total, total]  # holds and leads them all
     assert page.locator("#under-replicated .num").inner_text() == "0"
     assert page.locator("#offline .num").inner_text() == "0"
     page.locator("#throughput-chart canvas").wait_for()  # two samples, 1 s apart
@@ -129,6 +131,10 @@ def test_topics_list_counts_records_and_searches(tab, seeded_broker):
     page.fill("#topic-search", topic[:8])
     row.wait_for()
     assert "q=" in page.url
+    page.fill("#topic-search", "")
+    assert page.locator('tr[data-topic="__consumer_offsets"]').count() == 0
+    page.check("#show-internal")
+    page.locator('tr[data-topic="__consumer_offsets"]').wait_for()
 
 
 def test_group_pages_show_state_and_lag_and_reset_offsets(tab, seeded_broker):

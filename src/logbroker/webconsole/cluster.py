@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from logbroker.cli.common import INTERNAL_TOPICS, client_config, error_sentence
@@ -201,10 +202,13 @@ class Cluster:
                 minimum = int(mins.get(name) or 1)
                 below_min += [(name, p.partition) for p in by_name[name].partitions
                               if len(p.isr) < minimum]
+        replicas = Counter(b for t in topics for p in t.partitions for b in p.replicas)
+        leaders = Counter(p.leader for t in topics for p in t.partitions if not p.offline)
         return ClusterHealth(brokers, metadata.cluster_id,
                              metadata.controller_id if metadata.controller_id >= 0 else None,
                              len(topics), sum(len(t.partitions) for t in topics),
-                             tuple(under), tuple(offline), tuple(below_min))
+                             tuple(under), tuple(offline), tuple(below_min),
+                             dict(replicas), dict(leaders))
 
     def create_topic(self, name: str, *, partitions: int, replication_factor: int,
                      config: Mapping[str, str]) -> None:

@@ -79,6 +79,8 @@ class ClusterHealth:
     under_replicated: tuple[tuple[str, int], ...]
     offline: tuple[tuple[str, int], ...]
     under_min_isr: tuple[tuple[str, int], ...]
+    replicas_by_broker: dict[int, int] = field(default_factory=dict)  # partition replicas held
+    leaders_by_broker: dict[int, int] = field(default_factory=dict)  # partitions led
 
 
 @dataclass(frozen=True, slots=True)
