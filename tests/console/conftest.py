@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from logbroker.testing import TEST_OVERRIDES, BrokerProcess
 
-LISTENING = re.compile(r"listening on (http://\S+)")
+LISTENING = re.compile(r"listening on (https?://\S+)")
 # The seeded topic: 3 partitions × 40 JSON records; the group has committed 10, 20 and 40.
 SEED_PARTITIONS = 3
 SEED_PER_PARTITION = 40

@@ -181,3 +181,30 @@ def test_reset_offsets_to_latest_and_to_a_timestamp_and_refused_with_members(see
         member.close()
         assert status == 303 and "has 1 active member(s): offsets can only be reset when it is " \
             "empty" in target
+
+
+def test_https_with_a_certificate_and_basic_auth(seeded_broker, tmp_path):
+    import ssl
+    bootstrap, topic, _ = seeded_broker
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=console",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", "console.key",
+                    "-out", "console.pem"], cwd=tmp_path, check=True, capture_output=True)
+    with ConsoleProcess(bootstrap, "--user", "ops", "--ssl-certfile",
+                        str(tmp_path / "console.pem"), "--ssl-keyfile",
+                        str(tmp_path / "console.key"),
+                        env={"LOGBROKER_CONSOLE_PASSWORD": "s3cret"}) as console:
+        assert console.url.startswith("https://127.0.0.1:")
+        context = ssl.create_default_context(cafile=str(tmp_path / "console.pem"))
+        right = "Basic " + base64.b64encode(b"ops:s3cret").decode()
+        request = urllib.request.Request(console.url + "/topics",
+                                         headers={"Authorization": right})
+        with urllib.request.urlopen(request, context=context, timeout=30) as response:
+            assert response.status == 200 and topic in response.read().decode()
+
+
+def test_an_unreadable_certificate_is_one_sentence(tmp_path):
+    result = run_console("--ssl-certfile", str(tmp_path / "missing.pem"))
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"Error: Cannot load the TLS certificate {tmp_path}")
+    assert len(result.stderr.strip().splitlines()) == 1

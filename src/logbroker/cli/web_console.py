@@ -3,11 +3,13 @@ ACLs and SCRAM users) for logbroker or any Kafka cluster.
 
     logbroker console --bootstrap-server localhost:9092            # http://127.0.0.1:9021
     logbroker console --command-config admin.properties --read-only
-    LOGBROKER_CONSOLE_PASSWORD=… logbroker console --host 0.0.0.0 --user ops
+    LOGBROKER_CONSOLE_PASSWORD=… logbroker console --host 0.0.0.0 --user ops \\
+        --ssl-certfile console.pem --ssl-keyfile console.key
 
 It listens on 127.0.0.1 unless told otherwise; any other address serves the console beyond this
 machine, so it needs --user and a password (HTTP basic auth), and no one changes the cluster
-unauthenticated. The cluster connection takes Kafka client properties (SASL, TLS) from
+unauthenticated; --ssl-certfile serves HTTPS, so that the password does not cross the network in
+clear text. The cluster connection takes Kafka client properties (SASL, TLS) from
 --command-config, as the other tools do.
 """
 
@@ -18,6 +20,7 @@ import ipaddress
 import os
 import signal
 import socket
+import ssl
 
 import click
 
@@ -64,11 +67,15 @@ def read_password(password_file: str | None) -> str | None:
 @click.option("--user", help="Require HTTP basic auth as this user.")
 @click.option("--password-file", type=click.Path(dir_okay=False),
               help=f"A file whose first line is the password (else ${PASSWORD_ENV}).")
+@click.option("--ssl-certfile", type=click.Path(dir_okay=False),
+              help="Serve HTTPS with this PEM certificate (chain).")
+@click.option("--ssl-keyfile", type=click.Path(dir_okay=False),
+              help="The PEM private key of --ssl-certfile (if not in that file).")
 @click.option("--sample-interval", "sample_interval_s", type=float, default=5.0,
               show_default=True, help="Seconds between the throughput and lag samples.")
 def console(bootstrap_server: str, command_config: str | None, host: str, port: int,
             read_only: bool, user: str | None, password_file: str | None,
-            sample_interval_s: float) -> None:
+            ssl_certfile: str | None, ssl_keyfile: str | None, sample_interval_s: float) -> None:
     """Serve a web console for a Kafka cluster (topics, messages, groups, ACLs)."""
     password = read_password(password_file)
     if password is not None and not user:
@@ -82,6 +89,16 @@ def console(bootstrap_server: str, command_config: str | None, host: str, port: 
              "cluster unauthenticated.")
     if sample_interval_s <= 0:
         raise click.BadParameter("must be positive", param_hint="--sample-interval")
+
+    if ssl_keyfile and not ssl_certfile:
+        raise click.UsageError("--ssl-keyfile needs --ssl-certfile.")
+    if ssl_certfile:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+                ssl_certfile, ssl_keyfile)
+        except (OSError, ssl.SSLError) as e:
+            fail(f"Cannot load the TLS certificate {ssl_certfile}: "
+                 f"{getattr(e, 'strerror', None) or getattr(e, 'reason', None) or e}.")
 
     properties = load_properties_file(command_config, "--command-config")
     admin_client(bootstrap_server, command_config)  # fails with one sentence if unreachable
@@ -104,7 +121,8 @@ def console(bootstrap_server: str, command_config: str | None, host: str, port: 
                      credentials=Credentials(user, password) if user else None,
                      sample_interval_s=sample_interval_s)
     server = _server_class()(uvicorn.Config(app, log_level="warning", access_log=False,
-                                            lifespan="on", loop="asyncio"))
+                                            lifespan="on", loop="asyncio",
+                                            ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile))
 
     def stop(signum, frame) -> None:
         server.should_exit = True
@@ -113,7 +131,7 @@ def console(bootstrap_server: str, command_config: str | None, host: str, port: 
     signal.signal(signal.SIGINT, stop)
     shown_host = f"[{host}]" if ":" in host else host
     click.echo(f"logbroker console for {bootstrap_server} listening on "
-               f"http://{shown_host}:{bound_port}"
+               f"{'https' if ssl_certfile else 'http'}://{shown_host}:{bound_port}"
                + (" (read-only)" if read_only else "")
                + (f" (basic auth as {user})" if user else ""), err=False)
     try:
