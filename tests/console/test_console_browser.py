@@ -154,6 +154,9 @@ def test_group_pages_show_state_and_lag_and_reset_offsets(tab, seeded_broker):
                               str(SEED_PER_PARTITION - committed)]
     page.locator("#lag-chart canvas").wait_for()
     tab.shot("group")
+    page.goto(f"/topics/{topic}?tab=consumers")
+    assert page.locator(f'#consumers tr[data-group="{group}"] td.lag').inner_text() == str(SEED_LAG)
+    page.goto(f"/group?id={group}")
 
     page.click("#reset-offsets summary")
     page.select_option('#reset-offsets select[name="to"]', "earliest")

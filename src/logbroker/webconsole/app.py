@@ -124,9 +124,11 @@ def create_app(cluster: Cluster, *, read_only: bool = False,
         try:
             info = await call(cluster.topic, name)
             configs = await call(cluster.configs, name) if tab == "configs" else []
+            consumers = await call(cluster.groups_of_topic, name) if tab == "consumers" else []
         except ConsoleError as e:
             return page(request, "error.html", 404, error=str(e), title=name)
         return page(request, "topic.html", title=name, topic=info, tab=tab, configs=configs,
+                    consumers=consumers,
                     limits=LIMITS, formats=render.FORMATS, params=request.query_params,
                     rate=sampler.topic_rates().get(name))
 

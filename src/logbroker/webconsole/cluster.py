@@ -15,6 +15,7 @@ per partition and fetch (16 MiB queued in all).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -421,6 +422,19 @@ class Cluster:
             partitions |= {tp for _, tp in _assigned(description)}
         ends = self.list_offsets(sorted(partitions), OffsetSpec.latest())
         return {g: _group_info(g, *found[g], ends) if g in found else None for g in group_ids}
+
+    def groups_of_topic(self, topic: str) -> list[GroupInfo]:
+        """The groups with committed offsets on, or members assigned to, `topic`; each with only
+        that topic's partitions in its offsets."""
+        ids = [g.group_id for g in self.groups()]
+        result = []
+        for info in self.groups_detail(ids).values():
+            if info is None:
+                continue
+            offsets = tuple(o for o in info.offsets if o.topic == topic)
+            if offsets:
+                result.append(dataclasses.replace(info, offsets=offsets))
+        return result
 
     def reset_group(self, group_id: str, *, to: str, topic: str | None = None,
                     timestamp_ms: int | None = None) -> dict[tuple[str, int], int]:
