@@ -208,3 +208,23 @@ def test_an_unreadable_certificate_is_one_sentence(tmp_path):
     assert result.returncode == 1
     assert result.stderr.startswith(f"Error: Cannot load the TLS certificate {tmp_path}")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_kafka_errors_come_back_as_one_sentence_on_the_page(seeded_broker):
+    bootstrap, topic, _ = seeded_broker
+    with ConsoleProcess(bootstrap) as console:
+        status, target = post(console.url + "/topics", {"name": topic, "partitions": "1",
+                                                        "replication_factor": "1"})
+        assert status == 303 and target.startswith("/topics?error=")
+        assert f"Cannot create topic '{topic}'" in target and "(TOPIC_ALREADY_EXISTS)." in target
+        status, target = post(console.url + f"/topics/{topic}/configs",
+                              {"config.retention.ms": "not-a-number"})
+        assert status == 303 and "Cannot change the configs" in target
+        assert "(INVALID_CONFIG)." in target or "(INVALID_REQUEST)." in target
+        status, target = post(console.url + "/topics", {"name": "bad", "partitions": "1",
+                                                        "replication_factor": "1",
+                                                        "configs": "no equals sign"})
+        assert "Line 1 is not key=value" in target
+        status, body = post(console.url + f"/topics/{topic}/produce",
+                            {"value": "x", "partition": "99"})
+        assert status == 200 and 'class="alert"' in body and "Cannot produce" in body
