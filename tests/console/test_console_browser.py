@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import (SEED_COMMITTED, SEED_LAG, SEED_PARTITIONS, SEED_PER_PARTITION,
+from console_helpers import (SEED_COMMITTED, SEED_LAG, SEED_PARTITIONS, SEED_PER_PARTITION,
                       ConsoleProcess)
 
 sync_api = pytest.importorskip("playwright.sync_api")

@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import ConsoleProcess
-from test_console_http import get
+from console_helpers import ConsoleProcess, get
 
 from logbroker.testing import wait_for
 

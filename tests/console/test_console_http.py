@@ -4,46 +4,17 @@ same-origin writes), the startup sentences, and a clean stop."""
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import sys
-import urllib.error
-import urllib.parse
 import urllib.request
 
 import pytest
-from conftest import SEED_LAG, SEED_PARTITIONS, SEED_PER_PARTITION, ConsoleProcess
-
-
-def get(url: str, *, headers: dict[str, str] | None = None) -> tuple[int, str]:
-    request = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
-def post(url: str, fields: dict[str, str], *, headers: dict[str, str] | None = None
-         ) -> tuple[int, str]:
-    data = urllib.parse.urlencode(fields).encode()
-    request = urllib.request.Request(url, data=data, method="POST", headers=headers or {})
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):
-            return None
-
-    opener = urllib.request.build_opener(NoRedirect)
-    try:
-        with opener.open(request, timeout=30) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as e:
-        if 300 <= e.code < 400:  # the redirect's target: where the page's notice or error is
-            return e.code, urllib.parse.unquote_plus(e.headers["Location"])
-        return e.code, e.read().decode()
+from console_helpers import (SEED_LAG, SEED_PARTITIONS, SEED_PER_PARTITION, ConsoleProcess,
+                             get, post)
 
 
 def run_console(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    import os
     return subprocess.run([sys.executable, "-m", "logbroker.cli", "console", *args],
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, **(env or {})})

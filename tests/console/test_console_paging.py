@@ -7,8 +7,7 @@ import html
 import re
 
 import pytest
-from conftest import SEED_PARTITIONS, SEED_PER_PARTITION, ConsoleProcess
-from test_console_http import get
+from console_helpers import SEED_PARTITIONS, SEED_PER_PARTITION, ConsoleProcess, get
 
 from logbroker.webconsole import paging
 from logbroker.webconsole.model import Message
