@@ -149,9 +149,11 @@ def test_reset_offsets_to_latest_and_to_a_timestamp_and_refused_with_members(see
             member.poll(0.2)
             assert time.monotonic() < deadline, "the member never joined"
         status, target = post(console.url + "/group/reset", {"id": group, "to": "earliest"})
+        _, deleted = post(console.url + "/group/delete", {"id": group, "confirm": group})
         member.close()
         assert status == 303 and "has 1 active member(s): offsets can only be reset when it is " \
             "empty" in target
+        assert f"Cannot delete group '{group}'" in deleted and "(NON_EMPTY_GROUP)." in deleted
 
 
 def test_https_with_a_certificate_and_basic_auth(seeded_broker, tmp_path):
