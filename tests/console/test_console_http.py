@@ -201,3 +201,20 @@ def test_kafka_errors_come_back_as_one_sentence_on_the_page(seeded_broker):
         status, body = post(console.url + f"/topics/{topic}/produce",
                             {"value": "x", "partition": "99"})
         assert status == 200 and 'class="alert"' in body and "Cannot produce" in body
+
+
+def test_record_contents_are_escaped_and_pages_refuse_framing(seeded_broker):
+    bootstrap, topic, _ = seeded_broker
+    with ConsoleProcess(bootstrap) as console:
+        payload = '<img src=x onerror="alert(1)">'
+        status, body = post(console.url + f"/topics/{topic}/produce",
+                            {"value": payload, "key": "<b>k</b>", "partition": "0"})
+        assert "Produced to partition 0" in body
+        request = urllib.request.Request(f"{console.url}/topics/{topic}/messages?partition=0"
+                                         "&limit=1")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            page = response.read().decode()
+            assert response.headers["X-Frame-Options"] == "DENY"
+            assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+    assert payload not in page and "<b>k</b>" not in page
+    assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
