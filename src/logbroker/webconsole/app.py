@@ -124,6 +124,7 @@ def create_app(cluster: Cluster, *, read_only: bool = False,
         try:
             info = await call(cluster.topic, name)
             configs = await call(cluster.configs, name) if tab == "configs" else []
+            configs.sort(key=lambda c: (c.is_default, c.name))  # the topic's overrides first
             consumers = await call(cluster.groups_of_topic, name) if tab == "consumers" else []
         except ConsoleError as e:
             return page(request, "error.html", 404, error=str(e), title=name)
