@@ -384,6 +384,8 @@ class Cluster:
     def groups(self) -> list[GroupListing]:
         result = self._result(self.admin.list_consumer_groups(request_timeout=self.timeout_s),
                               "Cannot list consumer groups")
+        if result.errors and not result.valid:  # no broker answered: not "no groups"
+            raise ConsoleError(_sentence(result.errors[0], "Cannot list consumer groups"))
         return sorted((GroupListing(g.group_id, _state(g.state), g.is_simple_consumer_group)
                        for g in result.valid), key=lambda g: g.group_id)
 
