@@ -24,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from logbroker.webconsole import paging, render
-from logbroker.webconsole.cluster import Cluster, ConsoleError
+from logbroker.webconsole.cluster import Cluster, ConsoleError, NotFoundError
 from logbroker.webconsole.guard import Credentials, GuardMiddleware
 from logbroker.webconsole.model import Acl
 from logbroker.webconsole.sampler import Sampler
@@ -127,7 +127,8 @@ def create_app(cluster: Cluster, *, read_only: bool = False,
             configs.sort(key=lambda c: (c.is_default, c.name))  # the topic's overrides first
             consumers = await call(cluster.groups_of_topic, name) if tab == "consumers" else []
         except ConsoleError as e:
-            return page(request, "error.html", 404, error=str(e), title=name)
+            status = 404 if isinstance(e, NotFoundError) else 502
+            return page(request, "error.html", status, error=str(e), title=name)
         return page(request, "topic.html", title=name, topic=info, tab=tab, configs=configs,
                     consumers=consumers,
                     limits=LIMITS, formats=render.FORMATS, params=request.query_params,

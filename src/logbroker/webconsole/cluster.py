@@ -55,6 +55,10 @@ class ConsoleError(Exception):
     """A request failed; `str()` is one sentence for the page."""
 
 
+class NotFoundError(ConsoleError):
+    """The topic or group asked for does not exist."""
+
+
 def _sentence(error: BaseException, what: str | None = None) -> str:
     sentence = error_sentence(error)
     return f"{what}: {sentence}" if what else sentence
@@ -159,7 +163,7 @@ class Cluster:
     def topic(self, name: str) -> TopicInfo:
         found = self.topics([name])
         if not found:
-            raise ConsoleError(f"Topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PARTITION).")
+            raise NotFoundError(f"Topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PARTITION).")
         return found[0]
 
     def list_offsets(self, partitions: Iterable[tuple[str, int]], spec) -> dict[tuple[str, int], int]:
