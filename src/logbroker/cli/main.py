@@ -14,6 +14,7 @@ COMMANDS = {
     "topics": ("logbroker.cli.topics", "topics"),
     "produce": ("logbroker.cli.console", "produce"),
     "consume": ("logbroker.cli.console", "consume"),
+    "console": ("logbroker.cli.web_console", "console"),
     "perf": ("logbroker.cli.perf", "perf"),
     "status": ("logbroker.cli.status", "status"),
     "groups": ("logbroker.cli.groups", "groups"),
