@@ -172,3 +172,33 @@ class KafkaConnection:
                 await writer.wait_closed()
             except OSError:
                 pass
+
+
+class BrokerConnections:
+    """One KafkaConnection per broker id, opened on first use: how a broker reaches the others'
+    inter-broker listener for its own requests (transaction markers, KIP-890 verification).
+    `endpoint(broker_id)` gives (host, port), or None while the broker is unknown."""
+
+    def __init__(self, *, endpoint, client_id: str, security: ClientSecurity = PLAINTEXT,
+                 timeout_ms: int = 30_000) -> None:
+        self._endpoint = endpoint
+        self._client_id = client_id
+        self._security = security
+        self._timeout_s = timeout_ms / 1000
+        self._connections: dict[int, KafkaConnection] = {}
+
+    def get(self, broker_id: int) -> KafkaConnection | None:
+        connection = self._connections.get(broker_id)
+        if connection is None:
+            address = self._endpoint(broker_id)
+            if address is None:
+                return None
+            connection = self._connections[broker_id] = KafkaConnection(
+                address[0], address[1], client_id=self._client_id, timeout_s=self._timeout_s,
+                security=self._security)
+        return connection
+
+    async def close(self) -> None:
+        for connection in self._connections.values():
+            await connection.close()
+        self._connections.clear()
