@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from logbroker.errors import CorruptRecordError
 from logbroker.records.batch import NO_PARTITION_LEADER_EPOCH
 from logbroker.records.builder import build_batch
+from logbroker.records.record_batch import RecordBatch
 
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
                  4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
@@ -77,3 +78,16 @@ def build_end_txn_marker_batch(*, commit: bool, producer_id: int, producer_epoch
     return build_batch([(marker.key(), marker.value(), (), timestamp_ms)], base_offset=base_offset,
                        producer_id=producer_id, producer_epoch=producer_epoch,
                        partition_leader_epoch=partition_leader_epoch, transactional=True, control=True)
+
+
+def read_end_txn_marker(batch) -> EndTransactionMarker | None:
+    """The COMMIT/ABORT marker in the bytes of one whole control batch (decodes its record);
+    None when the batch is empty (what compaction leaves) or holds another control type.
+    Raises CorruptRecordError for an undecodable record."""
+    records = RecordBatch(batch, 0).records()
+    if not records:
+        return None
+    record = records[0]
+    if control_record_type(record.key) not in (ABORT, COMMIT):
+        return None
+    return EndTransactionMarker.decode(record.key, record.value)

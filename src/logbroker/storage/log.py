@@ -1,16 +1,25 @@
-"""One partition's log (Kafka's UnifiedLog and LocalLog in one class).
+"""One partition's log (Kafka's UnifiedLog): the offsets over the segments of a LocalLog.
 
 A partition directory `<topic>-<partition>/` holds the segments (DESIGN.md §2), the
-`leader-epoch-checkpoint`, `partition.metadata` and the producer `.snapshot` files. `Log` keeps
-the segments sorted by base offset and the offsets that matter:
+`leader-epoch-checkpoint`, `partition.metadata` and the producer `.snapshot` files. The segments
+and their files are the `LocalLog`'s (local_log.py); `Log` keeps the offsets that matter, the
+producer state and the leader epochs, validates appends and decides retention:
 
     log_start_offset <= high_watermark <= log_end_offset
+    last_stable_offset <= high_watermark  (min(first unstable offset, high watermark))
     recovery_point <= log_end_offset      (everything below it is fsynced)
+
+Transactions (Kafka's UnifiedLog): the producer state tracks each producer's open transaction;
+when a COMMIT/ABORT marker is appended (by the leader, a follower or recovery) the transaction it
+ends is completed and, if aborted, gets an AbortedTxn entry in the .txnindex of the segment that
+holds the marker. A read_committed fetch reads below the last stable offset and gets the aborted
+transactions overlapping what it returns (`read(..., include_aborted_txns=True)`).
 
 Produce appends one batch with `append_as_leader` (validated from its header, offsets and leader
 epoch patched in place, written as it came); followers append fetched batches with
-`append_as_follower`; fetches get a file region from `read`. Rolling, retention, truncation,
-DeleteRecords and flushing are here too; loading and recovery are in `log_loader.py`.
+`append_as_follower`; fetches get a file region from `read`. Retention (rules in retention.py),
+truncation, DeleteRecords and flushing decide here and act through the LocalLog; loading and
+recovery are in `log_loader.py`.
 
 Threads: every method is synchronous and some block on disk. The event loop calls append, read
 and the offset queries (page-cache writes and small reads); anything that fsyncs (`flush`,
@@ -19,20 +28,16 @@ and the offset queries (page-cache writes and small reads); anything that fsyncs
 `flush` runs its fsyncs outside that lock, so a flush never stalls appends.
 
 Deleted segments (retention, truncation) are renamed `.deleted` and their files closed and
-removed `file.delete.delay.ms` later by `delete_pending_files`, so a FileRegion handed to a fetch
-just before stays readable (and its descriptor is not reused) until it has been sent.
+removed `file.delete.delay.ms` later by `delete_pending_files` (see local_log.py).
 """
 
 from __future__ import annotations
 
-import bisect
 import logging
 import os
-import shutil
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from logbroker.clock import Clock
@@ -49,24 +54,21 @@ from logbroker.records.batch import (
     patch_partition_leader_epoch,
     read_header,
 )
-from logbroker.records.record_batch import RecordBatch, set_log_append_time
+from logbroker.records.control import read_end_txn_marker
+from logbroker.records.record_batch import set_log_append_time
 from logbroker.storage.checkpoints import PARTITION_METADATA_FILE, PartitionMetadataFile, fsync_dir
 from logbroker.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache
+from logbroker.storage.local_log import LocalLog
 from logbroker.storage.log_config import LogConfig
-from logbroker.storage.log_loader import load_segments, open_segment, rebuild_producer_state
-from logbroker.storage.log_segment import (
-    CLEANED_FILE_SUFFIX,
-    DELETED_FILE_SUFFIX,
-    SWAP_FILE_SUFFIX,
-    LogSegment,
-    log_file,
-)
+from logbroker.storage.log_loader import complete_txn, load_segments, rebuild_producer_state
+from logbroker.storage.log_segment import LogSegment
 from logbroker.storage.log_validator import iter_replicated_batches, validate_batch
 from logbroker.storage.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ProducerStateManager,
     flush_snapshot,
 )
+from logbroker.storage.transaction_index import AbortedTxn
 from logbroker.storage.retention import (
     deletable_segments,
     log_start_offset_breached,
@@ -91,13 +93,6 @@ class UnexpectedAppendOffsetError(UnknownServerError):
     (Kafka's UnexpectedAppendOffsetException): the follower must truncate first."""
 
 
-@dataclass(slots=True)
-class _PendingDelete:
-    due_ms: int
-    segment: LogSegment
-    snapshots: list[Path] = field(default_factory=list)
-
-
 class Log:
     """The log of one partition. Build it with `Log.open`. See the module docstring."""
 
@@ -106,16 +101,17 @@ class Log:
                  log_start_offset: int, recovery_point: int, log_end_offset: int,
                  leader_epoch_cache: LeaderEpochFileCache, producer_state: ProducerStateManager,
                  topic_id: uuid.UUID | None) -> None:
-        self._dir = directory
         self._config = config
         self._clock = clock
         self._tp = topic_partition
-        self._segments = segments
-        self._bases = [s.base_offset for s in segments]
+        self._local = LocalLog(directory=directory, config=config, clock=clock,
+                               topic_partition=topic_partition, segments=segments,
+                               files_to_delete_with=self._snapshot_to_delete_with)
         self._log_start_offset = log_start_offset
         self._recovery_point = recovery_point
         self._log_end_offset = log_end_offset
         self._high_watermark = log_start_offset
+        self._first_unstable_offset: int | None = None
         self._epoch_cache = leader_epoch_cache
         self._producer_state = producer_state
         self._topic_id = topic_id
@@ -123,10 +119,12 @@ class Log:
         self._flush_lock = threading.Lock()
         self._generation = 0  # bumped when offsets below the log end are rewritten (truncation)
         self._last_flush_ms = clock.time_ms()
-        self._pending_deletes: list[_PendingDelete] = []
         self._unflushed_snapshots: list[Path] = []
-        self._max_offset_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
         self._closed = False
+
+    def _snapshot_to_delete_with(self, base_offset: int) -> list[Path]:
+        snapshot = self._producer_state.remove_and_mark_snapshot_for_deletion(base_offset)
+        return [] if snapshot is None else [snapshot]
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -156,7 +154,8 @@ class Log:
                     f"{directory / PARTITION_METADATA_FILE} holds topic ID {stored_topic_id}")
             loaded = load_segments(directory, config, clock=clock, recovery_point=recovery_point,
                                    log_start_offset=log_start_offset,
-                                   had_clean_shutdown=had_clean_shutdown, epoch_cache=epoch_cache)
+                                   had_clean_shutdown=had_clean_shutdown, epoch_cache=epoch_cache,
+                                   producer_id_expiration_ms=producer_id_expiration_ms)
             epoch_cache.truncate_from_end(loaded.log_end_offset)
             epoch_cache.truncate_from_start(loaded.log_start_offset)
             producer_state = ProducerStateManager(
@@ -177,6 +176,7 @@ class Log:
         except OSError as e:
             log_obj.close_handles()
             raise KafkaStorageError(f"Error while loading log dir {directory}: {e}") from e
+        log_obj._maybe_increment_first_unstable_offset()
         if high_watermark is not None:
             log_obj.update_high_watermark(high_watermark)
         if loaded.recovered_segments:
@@ -198,7 +198,11 @@ class Log:
 
     @property
     def dir(self) -> Path:
-        return self._dir
+        return self._local.dir
+
+    @property
+    def local_log(self) -> LocalLog:
+        return self._local
 
     @property
     def config(self) -> LogConfig:
@@ -208,6 +212,7 @@ class Log:
         """Take a new topic config; new segments and the next appends follow it."""
         with self._lock:
             self._config = config
+            self._local.config = config
 
     @property
     def topic_id(self) -> uuid.UUID | None:
@@ -223,7 +228,7 @@ class Log:
                         f"Tried to assign topic ID {topic_id} to log for partition {self._tp}, but "
                         f"log already contained topic ID {self._topic_id}")
                 return
-            PartitionMetadataFile(self._dir / PARTITION_METADATA_FILE).write(topic_id)
+            PartitionMetadataFile(self.dir / PARTITION_METADATA_FILE).write(topic_id)
             self._topic_id = topic_id
 
     @property
@@ -237,6 +242,27 @@ class Log:
     @property
     def high_watermark(self) -> int:
         return self._high_watermark
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction not yet decided, or decided but with its
+        marker not yet below the high watermark; None when there is none."""
+        return self._first_unstable_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's LSO: every offset below it is decided (committed, aborted or not
+        transactional) and below the high watermark. Equals the high watermark without
+        transactions in progress."""
+        first_unstable = self._first_unstable_offset
+        hw = self._high_watermark
+        return first_unstable if first_unstable is not None and first_unstable < hw else hw
+
+    def _maybe_increment_first_unstable_offset(self) -> None:
+        first_unstable = self._producer_state.first_unstable_offset()
+        if first_unstable is not None and first_unstable < self._log_start_offset:
+            first_unstable = self._log_start_offset
+        self._first_unstable_offset = first_unstable
 
     @property
     def recovery_point(self) -> int:
@@ -257,15 +283,15 @@ class Log:
     @property
     def segments(self) -> tuple[LogSegment, ...]:
         """The segments in base offset order (a snapshot; the last is the active one)."""
-        return tuple(self._segments)
+        return self._local.segments
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments[-1]
+        return self._local.active_segment
 
     @property
     def size_in_bytes(self) -> int:
-        return sum(s.size for s in self._segments)
+        return self._local.size_in_bytes
 
     @property
     def num_unflushed_messages(self) -> int:
@@ -280,7 +306,7 @@ class Log:
         return self._closed
 
     def __repr__(self) -> str:
-        return (f"Log({self._tp}, dir={str(self._dir)!r}, log_start_offset={self._log_start_offset}, "
+        return (f"Log({self._tp}, dir={str(self.dir)!r}, log_start_offset={self._log_start_offset}, "
                 f"log_end_offset={self._log_end_offset}, high_watermark={self._high_watermark})")
 
     # --- high watermark and leader epochs --------------------------------------------------
@@ -290,6 +316,8 @@ class Log:
         with self._lock:
             hw = min(max(high_watermark, self._log_start_offset), self._log_end_offset)
             self._high_watermark = hw
+            self._producer_state.on_high_watermark_updated(hw)
+            self._maybe_increment_first_unstable_offset()
             return hw
 
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
@@ -316,7 +344,10 @@ class Log:
         read-only buffer for that). Then the bytes are written as they are. A retry of
         one of an idempotent producer's last five batches is not written again: the answer
         carries the original offsets and `duplicate=True`. Raises the validation errors of
-        log_validator.py and the producer-state errors (OUT_OF_ORDER_SEQUENCE_NUMBER, …).
+        log_validator.py and the producer-state errors (OUT_OF_ORDER_SEQUENCE_NUMBER,
+        INVALID_TXN_STATE, …). A COMMIT/ABORT marker (`is_from_client=False`) ends its producer's
+        transaction: INVALID_PRODUCER_EPOCH for an older producer epoch,
+        TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch; an abort is indexed.
 
         Runs on the event loop: a page-cache write, no fsync (see `needs_flush`).
         """
@@ -326,7 +357,8 @@ class Log:
             self._check_open()
             header = validate_batch(view, config=self._config, now_ms=now_ms,
                                     is_from_client=is_from_client)
-            duplicate = self._producer_state.check(header)
+            marker = read_end_txn_marker(view) if header.is_control else None
+            duplicate = self._producer_state.check(header, marker)
             if duplicate is not None:
                 return LogAppendInfo(
                     first_offset=duplicate.first_offset, last_offset=duplicate.last_offset,
@@ -360,9 +392,13 @@ class Log:
                 segment.append(largest_offset=last_offset, largest_timestamp=header.max_timestamp,
                                offset_of_max_timestamp=last_offset, records=view, head=head)
             except OSError as e:
-                raise KafkaStorageError(f"I/O error while appending to log {self._dir}: {e}") from e
+                raise KafkaStorageError(f"I/O error while appending to log {self.dir}: {e}") from e
             self._log_end_offset = last_offset + 1
-            self._producer_state.update(header, base_offset)
+            completed = self._producer_state.update(header, base_offset, marker)
+            if completed is not None:
+                self._complete_txn(segment, completed)
+            if header.is_transactional:
+                self._maybe_increment_first_unstable_offset()
             if leader_epoch >= 0:
                 self._epoch_cache.assign(leader_epoch, base_offset)
             return LogAppendInfo(
@@ -410,7 +446,11 @@ class Log:
                                    offset_of_max_timestamp=header.last_offset,
                                    records=view[position:position + size])
                     self._log_end_offset = header.next_offset
-                    self._producer_state.load_from_batch(header)
+                    batch = view[position:position + size]
+                    marker = read_end_txn_marker(batch) if header.is_control else None
+                    completed = self._producer_state.load_from_batch(header, marker=marker)
+                    if completed is not None:
+                        self._complete_txn(segment, completed)
                     epoch = header.partition_leader_epoch
                     if epoch >= 0:
                         self._epoch_cache.assign(epoch, header.base_offset)
@@ -419,30 +459,35 @@ class Log:
                     records += header.records_count
                     valid_bytes += size
             except OSError as e:
-                raise KafkaStorageError(f"I/O error while appending to log {self._dir}: {e}") from e
+                raise KafkaStorageError(f"I/O error while appending to log {self.dir}: {e}") from e
+            finally:
+                self._maybe_increment_first_unstable_offset()
             return LogAppendInfo(
                 first_offset=batches[0][1].base_offset, last_offset=batches[-1][1].last_offset,
                 max_timestamp=max_timestamp, offset_of_max_timestamp=offset_of_max,
                 log_append_time_ms=-1, log_start_offset=self._log_start_offset,
                 record_count=records, valid_bytes=valid_bytes)
 
+    def _complete_txn(self, segment: LogSegment, completed) -> None:
+        try:
+            complete_txn(self._producer_state, segment, completed)
+        except OSError as e:
+            raise KafkaStorageError(f"I/O error writing the transaction index of {self.dir}: {e}") from e
+
     def _check_open(self) -> None:
         if self._closed:
-            raise KafkaStorageError(f"The log of {self._tp} in {self._dir} is closed")
+            raise KafkaStorageError(f"The log of {self._tp} in {self.dir} is closed")
 
     # --- rolling ---------------------------------------------------------------------------
 
     def _maybe_roll(self, size: int, max_timestamp: int, max_offset: int, now_ms: int, *,
                     roll_offset: int) -> LogSegment:
-        segment = self._segments[-1]
-        config = self._config
-        if segment.should_roll(incoming_size=size, incoming_max_timestamp=max_timestamp,
-                               incoming_max_offset=max_offset, now_ms=now_ms,
-                               segment_bytes=config.segment_bytes, segment_ms=config.segment_ms):
+        if self._local.should_roll(size, max_timestamp, max_offset, now_ms):
+            segment = self._local.active_segment
             log.debug("Rolling %s: active segment %d is %d bytes, incoming batch %d bytes",
                       self._tp, segment.base_offset, segment.size, size)
             return self._roll(roll_offset)
-        return segment
+        return self._local.active_segment
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, log end offset).
@@ -456,32 +501,11 @@ class Log:
             try:
                 return self._roll(expected_next_offset)
             except OSError as e:
-                raise KafkaStorageError(f"I/O error while rolling log {self._dir}: {e}") from e
+                raise KafkaStorageError(f"I/O error while rolling log {self.dir}: {e}") from e
 
     def _roll(self, expected_next_offset: int | None) -> LogSegment:
         new_offset = max(expected_next_offset or 0, self._log_end_offset)
-        active = self._segments[-1]
-        if new_offset == active.base_offset:
-            if active.size != 0:
-                raise KafkaStorageError(
-                    f"Trying to roll a new log segment for {self._tp} with start offset "
-                    f"{new_offset} while it already exists")
-            log.warning("Trying to roll a new log segment of %s with start offset %d = the start "
-                        "of the empty active segment; replacing it", self._tp, new_offset)
-            self._remove_and_delete_segments([active])
-        elif new_offset < active.base_offset:
-            raise KafkaStorageError(
-                f"Trying to roll a new log segment for {self._tp} with start offset {new_offset} "
-                f"lower than the start offset {active.base_offset} of the active segment")
-        else:
-            if log_file(self._dir, new_offset).exists():
-                log.warning("Newly rolled segment file %s already exists; deleting it first",
-                            log_file(self._dir, new_offset))
-                log_file(self._dir, new_offset).unlink()
-            active.on_become_inactive()
-        segment = open_segment(self._dir, new_offset, self._config, clock=self._clock,
-                               file_already_exists=False)
-        self._add_segment(segment)
+        segment = self._local.roll(new_offset)
         self._producer_state.update_map_end_offset(new_offset)
         snapshot = self._producer_state.take_snapshot(sync=False)
         if snapshot is not None:
@@ -490,18 +514,10 @@ class Log:
             self._high_watermark = self._log_end_offset
         return segment
 
-    def _add_segment(self, segment: LogSegment) -> None:
-        i = bisect.bisect_left(self._bases, segment.base_offset)
-        self._segments.insert(i, segment)
-        self._bases.insert(i, segment.base_offset)
-
     # --- reading ---------------------------------------------------------------------------
 
-    def _floor_index(self, offset: int) -> int:
-        return bisect.bisect_right(self._bases, offset) - 1
-
     def read(self, offset: int, *, max_bytes: int, max_offset: int | None = None,
-             min_one_message: bool = True) -> FetchDataInfo:
+             min_one_message: bool = True, include_aborted_txns: bool = False) -> FetchDataInfo:
         """The file region to send for a fetch from `offset`.
 
         The region starts at the batch that contains `offset` (clients skip the records before
@@ -511,6 +527,8 @@ class Log:
         a batch; clients drop a partial last batch. An offset at the log end or at/after
         `max_offset` gives an empty FetchDataInfo (region None); OffsetOutOfRangeError only for
         an offset below the log start offset or above the log end offset.
+        `include_aborted_txns` (read_committed, with `max_offset` the last stable offset) also
+        returns the aborted transactions overlapping the region, from the .txnindex files.
         """
         with self._lock:
             self._check_open()
@@ -520,39 +538,19 @@ class Log:
                     f"have log segments from offset {self._log_start_offset} up to "
                     f"{self._log_end_offset}")
             limit = self._log_end_offset if max_offset is None else min(max_offset, self._log_end_offset)
-            if offset >= limit:
-                return FetchDataInfo(offset, None)
             try:
-                if limit == self._log_end_offset:
-                    cap_base, cap_position = self._segments[-1].base_offset, None
-                else:
-                    cap_base, cap_position = self._position_of(limit)
-                i = max(0, self._floor_index(offset))
-                while i < len(self._segments):
-                    segment = self._segments[i]
-                    if segment.base_offset > cap_base:
-                        break
-                    max_position = cap_position if segment.base_offset == cap_base else None
-                    info = segment.read(offset, max_bytes, max_position=max_position,
-                                        min_one_message=min_one_message)
-                    if info is not None:
-                        return info
-                    i += 1
+                return self._local.read(offset, max_bytes=max_bytes, limit=limit,
+                                        log_end_offset=self._log_end_offset,
+                                        min_one_message=min_one_message,
+                                        include_aborted_txns=include_aborted_txns)
             except OSError as e:
-                raise KafkaStorageError(f"I/O error while reading log {self._dir}: {e}") from e
-            return FetchDataInfo(offset, None)
+                raise KafkaStorageError(f"I/O error while reading log {self.dir}: {e}") from e
 
-    def _position_of(self, offset: int) -> tuple[int, int]:
-        """(segment base, file position) of the batch holding `offset` (or the next batch; the
-        segment's end if none), cached for the last offset asked (usually the high watermark)."""
-        cached = self._max_offset_position
-        if cached is not None and cached[0] == offset:
-            return cached[1], cached[2]
-        segment = self._segments[max(0, self._floor_index(offset))]
-        found = segment.translate_offset(offset)
-        position = segment.size if found is None else found[0]
-        self._max_offset_position = (offset, segment.base_offset, position)
-        return segment.base_offset, position
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset), from the
+        .txnindex files (the cleaner's view). Reads the indexes (cached after the first time)."""
+        with self._lock:
+            return self._local.collect_aborted_transactions(start_offset, upper_bound_offset)
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: -2 (earliest) → the log start offset; -1 (latest) → the log end offset
@@ -576,36 +574,10 @@ class Log:
             if timestamp == LATEST_TIERED_TIMESTAMP:
                 return TimestampAndOffset(NO_TIMESTAMP, -1, -1)  # no tiered storage
             if timestamp == MAX_TIMESTAMP:
-                return self._max_timestamp_and_offset()
+                return self._local.max_timestamp_and_offset()
             if timestamp < 0:
                 return None
-            for segment in list(self._segments):
-                if segment.largest_timestamp >= timestamp:
-                    found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
-                    if found is not None:
-                        return found
-            return None
-
-    def _max_timestamp_and_offset(self) -> TimestampAndOffset | None:
-        best = None
-        for segment in self._segments:
-            if best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far:
-                best = segment
-        if best is None or best.max_timestamp_so_far < 0:
-            return None
-        target = best.max_timestamp_so_far
-        position = best.offset_index.lookup(best.offset_of_max_timestamp_so_far).position
-        for _, header, data in best.log.batches_with_data(position):
-            if header.max_timestamp != target:
-                continue
-            offset = header.last_offset
-            for record in RecordBatch(data, 0).records():
-                if record.timestamp == target:
-                    offset = record.offset
-                    break
-            epoch = header.partition_leader_epoch
-            return TimestampAndOffset(target, offset, epoch if epoch >= 0 else -1)
-        return None
+            return self._local.find_offset_by_timestamp(timestamp, self._log_start_offset)
 
     # --- truncation ------------------------------------------------------------------------
 
@@ -626,25 +598,22 @@ class Log:
                 return False
             log.info("Truncating %s to offset %d (log end offset %d)", self._tp, offset,
                      self._log_end_offset)
-            if self._segments[0].base_offset > offset:
+            if self._local.segments[0].base_offset > offset:
                 self.truncate_fully_and_start_at(offset)
                 return True
             try:
-                doomed = [s for s in self._segments if s.base_offset > offset]
-                self._remove_and_delete_segments(doomed)
-                active = self._segments[-1]
-                active.truncate_to(offset)
+                self._log_end_offset = self._local.truncate_to(offset)
                 self._generation += 1
-                self._max_offset_position = None
-                self._log_end_offset = active.read_next_offset()
                 self._recovery_point = min(self._recovery_point, self._log_end_offset)
                 self._epoch_cache.truncate_from_end(self._log_end_offset)
                 self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
                 self._rebuild_producer_state(self._log_end_offset)
                 self._high_watermark = min(max(self._high_watermark, self._log_start_offset),
                                            self._log_end_offset)
+                self._producer_state.on_high_watermark_updated(self._high_watermark)
+                self._maybe_increment_first_unstable_offset()
             except OSError as e:
-                raise KafkaStorageError(f"I/O error while truncating log {self._dir}: {e}") from e
+                raise KafkaStorageError(f"I/O error while truncating log {self.dir}: {e}") from e
             return True
 
     def truncate_fully_and_start_at(self, offset: int, *, log_start_offset: int | None = None) -> None:
@@ -657,19 +626,17 @@ class Log:
             self._check_open()
             log.info("Truncating %s fully and starting at offset %d", self._tp, offset)
             try:
-                self._remove_and_delete_segments(list(self._segments))
-                self._add_segment(open_segment(self._dir, offset, self._config, clock=self._clock,
-                                               file_already_exists=False))
+                self._local.truncate_fully_and_start_at(offset)
                 self._generation += 1
-                self._max_offset_position = None
                 self._log_end_offset = offset
                 self._recovery_point = offset
                 self._epoch_cache.clear_and_flush()
                 self._producer_state.truncate_fully_and_start_at(offset)
                 self._log_start_offset = offset if log_start_offset is None else log_start_offset
                 self._high_watermark = offset
+                self._first_unstable_offset = None
             except OSError as e:
-                raise KafkaStorageError(f"I/O error while truncating log {self._dir}: {e}") from e
+                raise KafkaStorageError(f"I/O error while truncating log {self.dir}: {e}") from e
 
     # --- log start offset and retention ----------------------------------------------------
 
@@ -697,50 +664,22 @@ class Log:
             self._recovery_point = offset
         self._epoch_cache.truncate_from_start(offset)
         self._producer_state.on_log_start_offset_incremented(offset)
+        self._maybe_increment_first_unstable_offset()
 
     def replace_segments(self, cleaned: LogSegment, old_segments: list[LogSegment], *,
-                             on_step: Callable[[str], None] = lambda step: None) -> bool:
+                         on_step: Callable[[str], None] = lambda step: None) -> bool:
         """Swap the `.cleaned` segment into the live log in place of `old_segments` (Kafka's
-        replaceSegments). Under the log's lock: check the old segments are all still the log's
-        (retention, truncation or deletion meanwhile: return False, nothing changed), rename the
-        cleaned files `.swap`, put the segment in the list, rename the old segments `.deleted` and
-        schedule their removal, rename the `.swap` files to their final names. Then fsync the
-        directory. The order is what LogLoader expects after a crash at any step.
-        Blocks on disk (renames, one directory fsync); called from the cleaner's thread.
+        replaceSegments; the file steps are LocalLog.replace_segments). Returns False, nothing
+        changed, when the old segments are no longer all the log's (retention, truncation or
+        deletion meanwhile). Then fsyncs the directory. Blocks on disk (renames, one directory
+        fsync); called from the cleaner's thread.
         """
         with self._lock:
             if self.closed:
                 return False
-            segs, bases = self._segments, self._bases
-            for old in old_segments:
-                i = bisect.bisect_left(bases, old.base_offset)
-                if i >= len(segs) or segs[i] is not old or old is segs[-1]:
-                    log.info("Aborting a cleaning of %s: segment %d changed meanwhile",
-                             self.topic_partition, old.base_offset)
-                    return False
             try:
-                cleaned.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
-                on_step("swap")
-                i = bisect.bisect_left(bases, old_segments[0].base_offset)
-                j = bisect.bisect_left(bases, old_segments[-1].base_offset) + 1
-                segs[i:j] = [cleaned]
-                bases[i:j] = [cleaned.base_offset]
-                self._max_offset_position = None
-                now_ms = self._clock.time_ms()
-                due_ms = now_ms + self.config.file_delete_delay_ms
-                for old in old_segments:
-                    old.change_file_suffixes("", DELETED_FILE_SUFFIX)
-                    snapshots = []
-                    if old.base_offset != cleaned.base_offset:
-                        snapshot = self._producer_state.remove_and_mark_snapshot_for_deletion(old.base_offset)
-                        if snapshot is not None:
-                            snapshots.append(snapshot)
-                    self._pending_deletes.append(_PendingDelete(due_ms, old, snapshots))
-                on_step("deleted")
-                cleaned.change_file_suffixes(SWAP_FILE_SUFFIX, "")
-                on_step("swapped")
-                if self.config.file_delete_delay_ms <= 0:
-                    self._delete_due(now_ms)
+                if not self._local.replace_segments(cleaned, old_segments, on_step=on_step):
+                    return False
             except OSError as e:
                 raise KafkaStorageError(f"I/O error swapping cleaned segments into {self.dir}: {e}") from e
         try:
@@ -766,72 +705,40 @@ class Log:
                              retention_ms_breached(now_ms, self._config.retention_ms)):
                     if rule is not None:
                         deleted += self._delete_old_segments(rule)
-            self._delete_due(now_ms)
+            self._local.delete_due(now_ms)
             return deleted
 
     def _delete_old_segments(self, rule) -> int:
-        deletable = deletable_segments(self._segments, log_end_offset=self._log_end_offset,
+        segments = self._local.segments
+        deletable = deletable_segments(segments, log_end_offset=self._log_end_offset,
                                        high_watermark=self._high_watermark, rule=rule)
         if not deletable:
             return 0
         count = len(deletable)
         try:
-            if count == len(self._segments):
+            if count == len(segments):
                 # Deleting the active segment too: roll first so there is always a segment.
                 new_segment = self._roll(None)
                 if deletable[-1].base_offset == new_segment.base_offset:
                     deletable = deletable[:-1]
-            self._remove_and_delete_segments(deletable)
+            self._local.remove_and_delete_segments(deletable)
         except OSError as e:
-            raise KafkaStorageError(f"I/O error while deleting segments of {self._dir}: {e}") from e
-        if self._segments[0].base_offset > self._log_start_offset:
-            self._update_log_start_offset(self._segments[0].base_offset)
+            raise KafkaStorageError(f"I/O error while deleting segments of {self.dir}: {e}") from e
+        first_base = self._local.segments[0].base_offset
+        if first_base > self._log_start_offset:
+            self._update_log_start_offset(first_base)
         log.info("Deleted %d segment(s) of %s; log start offset now %d", count, self._tp,
                  self._log_start_offset)
         return count
 
-    def _remove_and_delete_segments(self, segments: list[LogSegment]) -> None:
-        """Take segments out of the log, rename their files `.deleted` and schedule their removal
-        after file.delete.delay.ms (done now when the delay is 0)."""
-        if not segments:
-            return
-        now_ms = self._clock.time_ms()
-        due_ms = now_ms + self._config.file_delete_delay_ms
-        for segment in segments:
-            i = bisect.bisect_left(self._bases, segment.base_offset)
-            if i < len(self._segments) and self._segments[i] is segment:
-                del self._segments[i]
-                del self._bases[i]
-            self._max_offset_position = None
-            segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
-            snapshot = self._producer_state.remove_and_mark_snapshot_for_deletion(segment.base_offset)
-            self._pending_deletes.append(
-                _PendingDelete(due_ms, segment, [snapshot] if snapshot is not None else []))
-        if self._config.file_delete_delay_ms <= 0:
-            self._delete_due(now_ms)
-
     def delete_pending_files(self, now_ms: int | None = None) -> int:
         """Remove the `.deleted` files whose delay has passed; returns how many segments went."""
         with self._lock:
-            return self._delete_due(self._clock.time_ms() if now_ms is None else now_ms)
-
-    def _delete_due(self, now_ms: int) -> int:
-        due = [p for p in self._pending_deletes if p.due_ms <= now_ms]
-        if not due:
-            return 0
-        self._pending_deletes = [p for p in self._pending_deletes if p.due_ms > now_ms]
-        for pending in due:
-            try:
-                pending.segment.delete()
-                for path in pending.snapshots:
-                    path.unlink(missing_ok=True)
-            except OSError as e:
-                log.error("Failed to delete %r: %s", pending.segment, e)
-        return len(due)
+            return self._local.delete_due(self._clock.time_ms() if now_ms is None else now_ms)
 
     @property
     def pending_deletes(self) -> int:
-        return len(self._pending_deletes)
+        return self._local.pending_deletes
 
     def remove_expired_producers(self, now_ms: int | None = None) -> None:
         with self._lock:
@@ -842,7 +749,7 @@ class Log:
 
     def _rebuild_producer_state(self, last_offset: int, *, at_load: bool = False,
                                 reload_from_clean_shutdown: bool = False) -> None:
-        rebuild_producer_state(self._producer_state, self._segments,
+        rebuild_producer_state(self._producer_state, list(self._local.segments),
                                log_start_offset=self._log_start_offset, last_offset=last_offset,
                                at_load=at_load, reload_from_clean_shutdown=reload_from_clean_shutdown)
 
@@ -855,7 +762,8 @@ class Log:
         with self._lock:
             if self._closed:
                 return False
-            if self._unflushed_snapshots or self._recovery_point < self._segments[-1].base_offset:
+            if (self._unflushed_snapshots
+                    or self._recovery_point < self._local.active_segment.base_offset):
                 return True
             return self._flush_policy_due(now_ms)
 
@@ -878,7 +786,7 @@ class Log:
             if not self.needs_flush(now_ms):
                 return False
             target = (self._log_end_offset if self._flush_policy_due(now_ms)
-                      else self._segments[-1].base_offset)
+                      else self._local.active_segment.base_offset)
         self.flush(target)
         return True
 
@@ -898,11 +806,11 @@ class Log:
                 start = self._recovery_point
                 segments = []
                 if target > start:
-                    i = max(0, self._floor_index(start))
-                    segments = [s for s in self._segments[i:] if s.base_offset < target]
+                    segments = [s for s in self._local.segments_from(start) if s.base_offset < target]
                 snapshots, self._unflushed_snapshots = self._unflushed_snapshots, []
                 epoch_dirty = self._epoch_cache.pop_dirty()
                 generation = self._generation
+                directory = self.dir
             new_segment = any(s.base_offset >= start for s in segments) or bool(snapshots)
             for segment in segments:
                 try:
@@ -911,24 +819,24 @@ class Log:
                     # The segment was closed or deleted meanwhile (nothing left to flush), or a
                     # roll remapped its indexes under us (ValueError): then retry under the lock.
                     with self._lock:
-                        if self._closed or segment not in self._segments:
+                        if self._closed or not self._local.contains(segment):
                             continue
                         if isinstance(e, OSError):
-                            raise KafkaStorageError(f"Error while flushing log {self._dir}: {e}") from e
+                            raise KafkaStorageError(f"Error while flushing log {directory}: {e}") from e
                         try:
                             segment.flush()
                         except (OSError, ValueError) as again:
                             raise KafkaStorageError(
-                                f"Error while flushing log {self._dir}: {again}") from again
+                                f"Error while flushing log {directory}: {again}") from again
             try:
                 for path in snapshots:
                     flush_snapshot(path)
                 if epoch_dirty:
                     self._epoch_cache.fsync_file()
-                if new_segment and self._dir.exists():
-                    fsync_dir(self._dir)
+                if new_segment and directory.exists():
+                    fsync_dir(directory)
             except OSError as e:
-                raise KafkaStorageError(f"Error while flushing log {self._dir}: {e}") from e
+                raise KafkaStorageError(f"Error while flushing log {directory}: {e}") from e
             with self._lock:
                 if generation == self._generation and target > self._recovery_point:
                     self._recovery_point = min(target, self._log_end_offset)
@@ -945,12 +853,10 @@ class Log:
                 return
             try:
                 self._producer_state.take_snapshot()
-                for segment in self._segments:
-                    segment.close()
-                self._delete_due(1 << 62)
+                self._local.close()
                 self._epoch_cache.flush()
             except OSError as e:
-                raise KafkaStorageError(f"Error while closing log {self._dir}: {e}") from e
+                raise KafkaStorageError(f"Error while closing log {self.dir}: {e}") from e
             finally:
                 self._closed = True
 
@@ -958,10 +864,7 @@ class Log:
         """Close every file descriptor and mapping without writing anything (on errors, and for
         a log whose directory is about to be removed)."""
         with self._lock:
-            for segment in self._segments:
-                segment.close_handlers()
-            for pending in self._pending_deletes:
-                pending.segment.close_handlers()
+            self._local.close_handles()
             self._closed = True
 
     def rename_dir_for_deletion(self, name: str) -> Path:
@@ -969,10 +872,7 @@ class Log:
         close the log to further calls. Open descriptors stay valid, so file regions already
         handed out can still be sent until `delete`. Returns the new path."""
         with self._lock:
-            target = self._dir.parent / name
-            os.replace(self._dir, target)
-            fsync_dir(self._dir.parent)
-            self._dir = target
+            target = self._local.rename_dir(name)
             self._epoch_cache.set_path(target / LEADER_EPOCH_CHECKPOINT_FILE)
             self._closed = True
             return target
@@ -980,6 +880,5 @@ class Log:
     def delete(self) -> None:
         """Close the log's files and remove its whole directory. Blocks on disk."""
         with self._lock:
-            self.close_handles()
-            shutil.rmtree(self._dir, ignore_errors=True)
-
+            self._closed = True
+            self._local.delete_dir()

@@ -20,7 +20,12 @@ Steps, in Kafka's order:
    segment's indexes get their full preallocated size back.
 
 Recovery re-assigns leader epochs from the batches it reads (only epochs newer than the cache's
-latest, as Kafka), so epochs lost with an unsynced `leader-epoch-checkpoint` come back.
+latest, as Kafka), so epochs lost with an unsynced `leader-epoch-checkpoint` come back. It also
+rebuilds the `.txnindex` of each segment it recovers, as Kafka's LogLoader.recoverSegment: a
+temporary producer state is brought to the segment's base offset (snapshot, then the batches
+after it), the segment's batches are replayed through it, and each ABORT marker that ends a
+transaction appends its AbortedTxn; a snapshot at the segment's end spares the next segment
+the same replay.
 
 Everything blocks on disk; run at startup, off the event loop.
 """
@@ -38,11 +43,12 @@ from pathlib import Path
 from logbroker.clock import Clock
 from logbroker.errors import CorruptRecordError, KafkaStorageError
 from logbroker.records.batch import BatchHeader
+from logbroker.records.control import read_end_txn_marker
 from logbroker.storage.abstract_index import CorruptIndexError
 from logbroker.storage.file_records import FileRecords
 from logbroker.storage.leader_epoch_cache import LeaderEpochFileCache
 from logbroker.storage.log_config import LogConfig
-from logbroker.storage.producer_state import ProducerStateManager
+from logbroker.storage.producer_state import CompletedTxn, ProducerStateManager
 from logbroker.storage.log_segment import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
@@ -183,20 +189,75 @@ def epoch_assigner(cache: LeaderEpochFileCache) -> Callable[[int, BatchHeader], 
     return on_batch
 
 
-def _recover_segment(segment: LogSegment, epoch_cache: LeaderEpochFileCache) -> int:
+def complete_txn(psm: ProducerStateManager, segment: LogSegment, completed: CompletedTxn) -> None:
+    """A marker in `segment` ended `completed`: index it if aborted, with the last stable offset
+    of that moment, then complete it in the producer state (Kafka's order). Raises OSError."""
+    segment.update_txn_index(producer_id=completed.producer_id, first_offset=completed.first_offset,
+                             last_offset=completed.last_offset, is_aborted=completed.is_aborted,
+                             last_stable_offset=psm.last_stable_offset(completed))
+    psm.complete_txn(completed)
+
+
+def load_batch_into_producer_state(psm: ProducerStateManager, segment: LogSegment, position: int,
+                                   header: BatchHeader) -> CompletedTxn | None:
+    """Apply one batch of `segment` (at `position`) to `psm`; a control batch's marker is read
+    from the file (one small record)."""
+    marker = None
+    if header.is_control and header.records_count > 0:
+        marker = read_end_txn_marker(segment.log.read(position, header.size_in_bytes))
+    return psm.load_from_batch(header, marker=marker)
+
+
+@dataclass(slots=True)
+class _TxnRecovery:
+    """What recovering a segment's .txnindex needs besides the segment."""
+
+    directory: Path
+    clock: Clock
+    log_start_offset: int
+    producer_id_expiration_ms: int
+    earlier_segments: list[LogSegment]
+
+
+def _recover_segment(segment: LogSegment, epoch_cache: LeaderEpochFileCache,
+                     txn: _TxnRecovery | None = None) -> int:
+    assign_epoch = epoch_assigner(epoch_cache)
+    on_batch = assign_epoch
+    psm = None
+    if txn is not None:
+        psm = ProducerStateManager(txn.directory, clock=txn.clock,
+                                   max_producer_id_expiration_ms=txn.producer_id_expiration_ms)
+        rebuild_producer_state(psm, txn.earlier_segments, log_start_offset=txn.log_start_offset,
+                               last_offset=segment.base_offset, at_load=True)
+
+        def on_batch(position: int, header: BatchHeader) -> None:
+            assign_epoch(position, header)
+            completed = load_batch_into_producer_state(psm, segment, position, header)
+            if completed is not None:
+                complete_txn(psm, segment, completed)
     try:
-        return segment.recover(None, on_batch=epoch_assigner(epoch_cache))
+        truncated = segment.recover(None, on_batch=on_batch)
     except LogSegmentOffsetOverflowError as e:
         raise KafkaStorageError(
             f"Segment {segment.log.path} holds offsets that overflow its index ({e}); splitting "
             f"such segments (left by old Kafka versions) is not supported: move the partition "
             f"away or delete the segment") from e
+    if psm is not None:
+        psm.take_snapshot()
+    return truncated
 
 
 def load_segments(directory: Path, config: LogConfig, *, clock: Clock, recovery_point: int,
                   log_start_offset: int, had_clean_shutdown: bool,
-                  epoch_cache: LeaderEpochFileCache) -> LoadedSegments:
-    """Run the steps of the module docstring on `directory`. Blocks on disk."""
+                  epoch_cache: LeaderEpochFileCache,
+                  producer_id_expiration_ms: int | None = None) -> LoadedSegments:
+    """Run the steps of the module docstring on `directory`. With `producer_id_expiration_ms`
+    (the Log always passes it) recovered segments get their .txnindex rebuilt. Blocks on disk."""
+    def txn_recovery(earlier: list[LogSegment]) -> _TxnRecovery | None:
+        if producer_id_expiration_ms is None:
+            return None
+        return _TxnRecovery(directory, clock, log_start_offset, producer_id_expiration_ms, earlier)
+
     swaps = _remove_temp_files_and_collect_swap_files(directory)
     if swaps:
         _complete_swaps(directory, swaps)
@@ -232,7 +293,7 @@ def load_segments(directory: Path, config: LogConfig, *, clock: Clock, recovery_
                 log.warning("Found a corrupted index for %s (%s); recovering the segment", path, e)
                 needs_recovery = True
         if needs_recovery:
-            _recover_segment(segment, epoch_cache)
+            _recover_segment(segment, epoch_cache, txn_recovery(list(segments)))
             recovered += 1
         segments.append(segment)
 
@@ -243,7 +304,7 @@ def load_segments(directory: Path, config: LogConfig, *, clock: Clock, recovery_
         for i in range(first, len(segments)):
             segment = segments[i]
             log.debug("Recovering unflushed segment %s of %s", segment.base_offset, directory.name)
-            truncated = _recover_segment(segment, epoch_cache)
+            truncated = _recover_segment(segment, epoch_cache, txn_recovery(segments[:i]))
             recovered += 1
             if truncated > 0:
                 truncated_bytes += truncated
@@ -311,10 +372,12 @@ def rebuild_producer_state(psm: ProducerStateManager, segments: list[LogSegment]
             found = segment.translate_offset(max(start, segment.base_offset))
             if found is None:
                 continue
-            for _, header in segment.log.batches(found[0]):
+            for position, header in segment.log.batches(found[0]):
                 if header.base_offset >= last_offset:
                     break
                 if header.last_offset >= start:
-                    psm.load_from_batch(header)
+                    completed = load_batch_into_producer_state(psm, segment, position, header)
+                    if completed is not None:
+                        psm.complete_txn(completed)
     psm.update_map_end_offset(last_offset)
     psm.take_snapshot()

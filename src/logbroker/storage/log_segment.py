@@ -1,4 +1,4 @@
-"""A log segment: one .log file with its .index and .timeindex, named by its base offset."""
+"""A log segment: one .log file with its .index, .timeindex and .txnindex, named by its base offset."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from logbroker.storage.abstract_index import DEFAULT_MAX_INDEX_SIZE, CorruptInde
 from logbroker.storage.file_records import FileRecords
 from logbroker.storage.offset_index import OffsetIndex
 from logbroker.storage.time_index import TimeIndex
+from logbroker.storage.transaction_index import AbortedTxn, TransactionIndex
 from logbroker.storage.values import FetchDataInfo, TimestampAndOffset, TimestampOffset
 
 log = logging.getLogger("kafka.log.LogSegment")
@@ -51,8 +52,18 @@ def time_index_file(directory: str | os.PathLike, base_offset: int, suffix: str 
     return Path(directory) / f"{filename_prefix_from_offset(base_offset)}{TIME_INDEX_FILE_SUFFIX}{suffix}"
 
 
+def transaction_index_file(directory: str | os.PathLike, base_offset: int, suffix: str = "") -> Path:
+    return Path(directory) / f"{filename_prefix_from_offset(base_offset)}{TXN_INDEX_FILE_SUFFIX}{suffix}"
+
+
 class LogSegmentOffsetOverflowError(KafkaStorageError):
     """A batch's offsets do not fit this segment's indexes (relative offset outside int32)."""
+
+
+def _suffix_after(name: str, marker: str) -> str:
+    """What follows `marker` in a file name: `.cleaned` for `….log.cleaned`, "" for `….log`."""
+    i = name.find(marker)
+    return name[i + len(marker):] if i >= 0 else ""
 
 
 def _replace_suffix(path: Path, old_suffix: str, new_suffix: str) -> Path:
@@ -63,9 +74,11 @@ def _replace_suffix(path: Path, old_suffix: str, new_suffix: str) -> Path:
 
 
 class LogSegment:
-    """A segment of a partition's log: `<base>.log` (FileRecords), `<base>.index` (OffsetIndex) and
-    `<base>.timeindex` (TimeIndex), where `<base>` is the 20-digit base offset, which is <= the
-    first offset in the segment.
+    """A segment of a partition's log: `<base>.log` (FileRecords), `<base>.index` (OffsetIndex),
+    `<base>.timeindex` (TimeIndex) and, once a transaction aborted in it, `<base>.txnindex`
+    (TransactionIndex), where `<base>` is the 20-digit base offset, which is <= the first offset
+    in the segment. The .txnindex is renamed, truncated and deleted with the other files;
+    `recover` empties it and the log refills it from the segment's control batches.
 
     Index rule (Kafka's, DESIGN.md §2): `append` notes the file position before it writes; if more
     than `index_interval_bytes` were appended since the last index entry, it adds an offset index
@@ -87,10 +100,15 @@ class LogSegment:
 
     def __init__(self, *, log_records: FileRecords, offset_index_path: Path, time_index_path: Path,
                  base_offset: int, index_interval_bytes: int, max_index_size: int,
-                 rolling_jitter_ms: int, clock: Clock, create_indexes: bool) -> None:
+                 rolling_jitter_ms: int, clock: Clock, create_indexes: bool,
+                 txn_index_path: Path | None = None) -> None:
         self._log = log_records
         self._offset_index_path = offset_index_path
         self._time_index_path = time_index_path
+        if txn_index_path is None:
+            txn_index_path = transaction_index_file(log_records.path.parent, base_offset,
+                                                    _suffix_after(log_records.path.name, LOG_FILE_SUFFIX))
+        self.txn_index = TransactionIndex(base_offset, txn_index_path)
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
         self._base_offset = base_offset
@@ -122,8 +140,9 @@ class LogSegment:
         log_path = log_file(directory, base_offset, file_suffix)
         offset_path = offset_index_file(directory, base_offset, file_suffix)
         time_path = time_index_file(directory, base_offset, file_suffix)
+        txn_path = transaction_index_file(directory, base_offset, file_suffix)
         if not file_already_exists:
-            for stale in (log_path, offset_path, time_path):
+            for stale in (log_path, offset_path, time_path, txn_path):
                 if stale.exists():
                     log.warning("Newly rolled segment file %s already exists; deleting it first", stale)
                     stale.unlink()
@@ -133,7 +152,7 @@ class LogSegment:
         return cls(log_records=records, offset_index_path=offset_path, time_index_path=time_path,
                    base_offset=base_offset, index_interval_bytes=index_interval_bytes,
                    max_index_size=max_index_size, rolling_jitter_ms=rolling_jitter_ms, clock=clock,
-                   create_indexes=not file_already_exists)
+                   create_indexes=not file_already_exists, txn_index_path=txn_path)
 
     # --- properties ---------------------------------------------------------------------------
 
@@ -197,7 +216,8 @@ class LogSegment:
     def set_last_modified_ms(self, ms: int) -> None:
         """Set the modification time of the segment's files (retention tests, Kafka's lastModified_=)."""
         ns = ms * 1_000_000
-        for path in (self._log.path, self._offset_index_path, self._time_index_path):
+        for path in (self._log.path, self._offset_index_path, self._time_index_path,
+                     self.txn_index.path):
             if path.exists():
                 os.utime(path, ns=(ns, ns))
 
@@ -288,6 +308,22 @@ class LogSegment:
         position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
         return self._log.search_for_timestamp(timestamp, position, starting_offset)
 
+    def fetch_upper_bound_offset(self, start_position: int, fetch_size: int) -> int | None:
+        """An offset at or after the end of a region read from `start_position`: that of the
+        first offset index entry at or past its end (Kafka's fetchUpperBoundOffset); None when
+        the index has none (the caller then takes the next segment's base or the log end)."""
+        return self.offset_index.fetch_upper_bound_offset(start_position + fetch_size)
+
+    def update_txn_index(self, *, producer_id: int, first_offset: int, last_offset: int,
+                         is_aborted: bool, last_stable_offset: int) -> None:
+        """A transaction ended with a marker at `last_offset` in this segment: an aborted one
+        gets its AbortedTxn entry (a committed one needs none)."""
+        if is_aborted:
+            self.txn_index.append(AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset))
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> tuple[list[AbortedTxn], bool]:
+        return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+
     def read_next_offset(self) -> int:
         """The offset after the last batch: scans from the last offset index entry."""
         position = self.offset_index.lookup(self.offset_index.last_offset).position
@@ -366,6 +402,7 @@ class LogSegment:
         time_index = self.time_index
         offset_index.reset()
         time_index.reset()
+        self.txn_index.reset()
         valid_bytes = 0
         last_index_entry = 0
         max_so_far = TimestampOffset(NO_TIMESTAMP, -1)
@@ -415,6 +452,7 @@ class LogSegment:
         time_index = self.time_index
         offset_index.truncate_to(offset)
         time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         offset_index.resize(offset_index.max_index_size)
         time_index.resize(time_index.max_index_size)
         truncated = 0 if mapping is None else self._log.truncate_to(mapping[0])
@@ -447,6 +485,7 @@ class LogSegment:
             self.time_index.resize(0)
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
+        self.txn_index.sanity_check()
         if self.offset_index.entries and self.offset_index.last_entry.position >= self.size:
             raise CorruptIndexError(
                 f"Corrupt index found, index file ({self._offset_index_path}) has an entry at position "
@@ -461,6 +500,7 @@ class LogSegment:
             self._offset_index.flush()
         if self._time_index is not None:
             self._time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         """The final time index entry, then trim and close all three files (Kafka's close)."""
@@ -474,6 +514,7 @@ class LogSegment:
             for index in (self._offset_index, self._time_index):
                 if index is not None:
                     index.close()
+            self.txn_index.close()
             self._log.close()
 
     def close_handlers(self) -> None:
@@ -481,6 +522,7 @@ class LogSegment:
         for index in (self._offset_index, self._time_index):
             if index is not None:
                 index.close_handler()
+        self.txn_index.close()
         self._log.close_handlers()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
@@ -495,6 +537,7 @@ class LogSegment:
             elif getattr(self, path_attr).exists():
                 os.replace(getattr(self, path_attr), new_path)
             setattr(self, path_attr, new_path)
+        self.txn_index.rename_to(_replace_suffix(self.txn_index.path, old_suffix, new_suffix))
 
     def delete(self) -> None:
         """Close and delete the segment's files (those that exist)."""
@@ -502,6 +545,7 @@ class LogSegment:
         self._log.delete()
         for path in (self._offset_index_path, self._time_index_path):
             path.unlink(missing_ok=True)
+        self.txn_index.delete()
 
     def __repr__(self) -> str:
         return (f"LogSegment(base_offset={self._base_offset}, size={self.size}, "

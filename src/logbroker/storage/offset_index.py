@@ -99,6 +99,15 @@ class OffsetIndex(AbstractIndex):
             return OffsetPosition(self.base_offset, 0)
         return self._parse(slot)
 
+    def fetch_upper_bound_offset(self, position: int) -> int | None:
+        """The offset of the first entry whose position is >= `position`, or None."""
+        slot = self._largest_lower_bound_slot(position, _INT32, 4)
+        if slot >= 0 and self._parse(slot).position == position:
+            return self._parse(slot).offset
+        if slot + 1 < self._entries:
+            return self._parse(slot + 1).offset
+        return None
+
     # --- truncation and checks ------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:

@@ -1,4 +1,5 @@
-"""Per-partition producer state for the idempotent producer (Kafka's ProducerStateManager).
+"""Per-partition producer state for idempotent and transactional producers (Kafka's
+ProducerStateManager).
 
 For every producer id that has written to a partition we remember its epoch and the metadata of
 its last five batches (first/last sequence, first/last offset, max timestamp), plus the
@@ -7,6 +8,13 @@ answers, from the 61-byte batch header alone, whether an incoming batch is the n
 sequence, a retry of one already written (a duplicate: answer success with the original offsets,
 write nothing) or an error. Followers and recovery rebuild the same state from the batches in the
 log without validating them.
+
+Transactions: a producer's first transactional batch on the partition opens its transaction at
+that batch's base offset (an *ongoing* transaction); its COMMIT or ABORT marker ends it (a
+`CompletedTxn`, which the log turns into a .txnindex entry when aborted, then hands back to
+`complete_txn`). A completed transaction stays *unreplicated* until the high watermark passes its
+marker. The first unstable offset is the smallest first offset over both sets; the log's last
+stable offset is min(first unstable offset, high watermark), as Kafka's.
 
 The state is persisted in `.snapshot` files in the partition directory, named by the offset they
 cover up to (exclusive), 20 digits zero padded: `00000000000000001234.snapshot` holds the state
@@ -54,8 +62,10 @@ from logbroker.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceNumberError,
+    TransactionCoordinatorFencedError,
 )
 from logbroker.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchHeader
+from logbroker.records.control import EndTransactionMarker
 from logbroker.storage.checkpoints import fsync_file, write_file_atomically
 
 log = logging.getLogger("kafka.log.ProducerStateManager")
@@ -116,6 +126,25 @@ class BatchMetadata:
     @property
     def first_offset(self) -> int:
         return self.last_offset - self.offset_delta
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction ended by a marker (Kafka's CompletedTxn): `last_offset` is the marker's."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
+@dataclass(slots=True)
+class TxnMetadata:
+    """An ongoing or unreplicated transaction; `last_offset` is -1 until its marker is written."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int = -1
 
 
 class ProducerStateEntry:
@@ -289,6 +318,9 @@ class ProducerStateManager:
         self._map_end_offset = 0
         self._last_snap_offset = 0
         self._snapshots: dict[int, Path] = {}
+        # first offset → transaction; few at a time (one per producer at most), so min() will do.
+        self._ongoing_txns: dict[int, TxnMetadata] = {}
+        self._unreplicated_txns: dict[int, TxnMetadata] = {}
         self._remove_tmp_snapshots()
         self._snapshots = self._list_snapshots()
 
@@ -313,15 +345,58 @@ class ProducerStateManager:
 
     @property
     def is_empty(self) -> bool:
-        return not self._producers
+        return not self._producers and not self._unreplicated_txns
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self._producers.get(producer_id)
 
+    # -- transactions
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction that is undecided, or decided but whose
+        marker the high watermark has not yet passed; None when there is none."""
+        firsts = [*self._ongoing_txns, *self._unreplicated_txns]
+        return min(firsts) if firsts else None
+
+    def first_undecided_offset(self) -> int | None:
+        """The first offset of the oldest transaction without a marker yet, or None."""
+        return min(self._ongoing_txns, default=None)
+
+    @property
+    def ongoing_txns(self) -> list[TxnMetadata]:
+        return [self._ongoing_txns[o] for o in sorted(self._ongoing_txns)]
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Completed transactions whose marker is below the high watermark are stable now."""
+        self._remove_unreplicated_txns(high_watermark)
+
+    def _remove_unreplicated_txns(self, offset: int) -> None:
+        if self._unreplicated_txns:
+            for first in [f for f, t in self._unreplicated_txns.items() if t.last_offset < offset]:
+                del self._unreplicated_txns[first]
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO to store with `completed` in the .txnindex (Kafka's lastStableOffset): the
+        first offset of the oldest transaction of another producer still undecided, else the
+        offset after the marker. Call before `complete_txn`."""
+        others = [o for o, t in self._ongoing_txns.items() if t.producer_id != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        """Move `completed` from the ongoing transactions to the unreplicated ones (after its
+        .txnindex entry is written)."""
+        txn = self._ongoing_txns.pop(completed.first_offset, None)
+        if txn is None:
+            log.warning("Completing transaction %s, which was not started; ignored", completed)
+            return
+        txn.last_offset = completed.last_offset
+        self._unreplicated_txns[completed.first_offset] = txn
+
     # -- the leader: validate, then update
 
-    def check(self, header: BatchHeader) -> BatchMetadata | None:
-        """Validate a client's batch before it is written; change nothing.
+    def check(self, header: BatchHeader, marker: EndTransactionMarker | None = None) -> BatchMetadata | None:
+        """Validate a client's batch (or, with `marker`, a transaction marker the leader is about
+        to write) before it is written; change nothing.
 
         Returns the remembered batch when this one is a retry of one of the producer's last five
         batches (same epoch, same first and last sequence), else None: go ahead and write it.
@@ -329,7 +404,9 @@ class ProducerStateManager:
         OutOfOrderSequenceNumberError for a new epoch not starting at sequence 0 or a sequence
         that does not follow the last one (a retry older than the last five batches lands here
         too, as in Kafka 3.x), InvalidTxnStateError for a non-transactional batch inside an open
-        transaction. A batch without a producer id, or from a producer with no state here (new,
+        transaction. A marker with an older producer epoch gets InvalidProducerEpochError, one
+        with an older coordinator epoch than the producer's last marker
+        TransactionCoordinatorFencedError. A batch without a producer id, or from a producer with no state here (new,
         or its state lost to retention or expiry), is accepted with any sequence, as Kafka does.
         The Log has already refused a producer id >= 0 with a base sequence < 0 (INVALID_RECORD)
         and a control batch from a client.
@@ -339,7 +416,7 @@ class ProducerStateManager:
         entry = self._producers.get(header.producer_id)
         if entry is None:
             return None
-        duplicate = entry.find_duplicate_batch(header)
+        duplicate = None if header.is_control else entry.find_duplicate_batch(header)
         if duplicate is not None:
             return duplicate
         epoch, current_epoch = header.producer_epoch, entry.producer_epoch
@@ -348,6 +425,10 @@ class ProducerStateManager:
                 f"epoch of producer {header.producer_id} is {epoch}, older than the last "
                 f"seen epoch {current_epoch}")
         if header.is_control:
+            if marker is not None and entry.coordinator_epoch > marker.coordinator_epoch:
+                raise TransactionCoordinatorFencedError(
+                    f"invalid coordinator epoch for producer {header.producer_id}: "
+                    f"{marker.coordinator_epoch} (zombie), {entry.coordinator_epoch} (current)")
             return None
         first_seq = header.base_sequence
         if epoch != current_epoch:
@@ -365,45 +446,56 @@ class ProducerStateManager:
                 f"expected a transactional write from producer {header.producer_id}")
         return None
 
-    def update(self, header: BatchHeader, base_offset: int) -> None:
+    def update(self, header: BatchHeader, base_offset: int,
+               marker: EndTransactionMarker | None = None) -> CompletedTxn | None:
         """Record a batch just written at `base_offset` after `check` passed it.
 
         Call it for every batch written (one without a producer id only moves `map_end_offset`),
         never for a duplicate. `header` is the header as written (with LogAppendTime, its
         maxTimestamp is the broker's), except its baseOffset: `base_offset` is the one assigned.
+        A control batch needs its decoded `marker`; the transaction it ends is returned, for the
+        log to index and then pass to `complete_txn`.
         """
-        self._apply(header, base_offset)
+        return self._apply(header, base_offset, marker)
 
     # -- followers and recovery
 
-    def load_from_batch(self, header: BatchHeader, base_offset: int | None = None) -> None:
+    def load_from_batch(self, header: BatchHeader, base_offset: int | None = None,
+                        marker: EndTransactionMarker | None = None) -> CompletedTxn | None:
         """Apply a batch read from the log or from the leader, without validation.
 
         `base_offset` defaults to the header's (already assigned). Batches must come in offset
-        order, starting at the offset `load` / `truncate_and_reload` returned.
+        order, starting at the offset `load` / `truncate_and_reload` returned. As `update`, a
+        control batch needs its `marker` and returns the transaction it ends.
         """
-        self._apply(header, header.base_offset if base_offset is None else base_offset)
+        return self._apply(header, header.base_offset if base_offset is None else base_offset, marker)
 
-    def _apply(self, header: BatchHeader, base_offset: int) -> None:
+    def _apply(self, header: BatchHeader, base_offset: int,
+               marker: EndTransactionMarker | None) -> CompletedTxn | None:
         last_offset = base_offset + header.last_offset_delta
         if last_offset + 1 > self._map_end_offset:
             self._map_end_offset = last_offset + 1
         producer_id = header.producer_id
         if producer_id < 0:
-            return
+            return None
         entry = self._producers.get(producer_id)
         if header.is_control:
             # An empty control batch is what compaction leaves of a whole transaction: ignore it.
             if header.records_count == 0:
-                return
-            # A commit or abort marker ends the producer's transaction. Its coordinator epoch
-            # sits in the record value; recording it is left to the transaction code.
+                return None
             if entry is None:
                 entry = self._producers[producer_id] = ProducerStateEntry(producer_id)
             entry._maybe_update_producer_epoch(header.producer_epoch)
+            completed = None
+            # A marker for a transaction with no data here completes nothing (Kafka's rule).
+            if entry.current_txn_first_offset >= 0:
+                completed = CompletedTxn(producer_id, entry.current_txn_first_offset, base_offset,
+                                         marker is not None and not marker.is_commit)
+            if marker is not None:
+                entry.coordinator_epoch = marker.coordinator_epoch
             entry.current_txn_first_offset = -1
             entry.last_timestamp = header.max_timestamp
-            return
+            return completed
         if entry is None:
             entry = self._producers[producer_id] = ProducerStateEntry(producer_id)
         entry._maybe_update_producer_epoch(header.producer_epoch)
@@ -412,6 +504,8 @@ class ProducerStateManager:
         entry.last_timestamp = header.max_timestamp
         if header.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = base_offset
+            self._ongoing_txns[base_offset] = TxnMetadata(producer_id, base_offset)
+        return None
 
     def update_map_end_offset(self, offset: int) -> None:
         self._map_end_offset = offset
@@ -430,6 +524,7 @@ class ProducerStateManager:
             del self._producers[pid]
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        self._remove_unreplicated_txns(log_start_offset)
         if self._map_end_offset < log_start_offset:
             self._map_end_offset = log_start_offset
         latest = self.latest_snapshot_offset()
@@ -517,7 +612,7 @@ class ProducerStateManager:
         """
         self._snapshots = self._list_snapshots()
         self._delete_snapshots_out_of_range(log_start_offset, log_end_offset)
-        self._producers.clear()
+        self._clear()
         self._load_from_snapshot(log_start_offset)
         return self._map_end_offset
 
@@ -527,7 +622,7 @@ class ProducerStateManager:
         Returns the offset to re-feed batches from, as `load`. Blocks on disk."""
         self._delete_snapshots_out_of_range(log_start_offset, log_end_offset)
         if log_end_offset != self._map_end_offset:
-            self._producers.clear()
+            self._clear()
             self._load_from_snapshot(log_start_offset)
         else:
             self.on_log_start_offset_incremented(log_start_offset)
@@ -536,11 +631,16 @@ class ProducerStateManager:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Forget every producer and delete every snapshot: the log now starts empty at
         `offset`."""
-        self._producers.clear()
+        self._clear()
         for snap_offset in list(self._snapshots):
             self._remove_and_delete_snapshot(snap_offset)
         self._last_snap_offset = 0
         self._map_end_offset = offset
+
+    def _clear(self) -> None:
+        self._producers.clear()
+        self._ongoing_txns.clear()
+        self._unreplicated_txns.clear()
 
     def _delete_snapshots_out_of_range(self, log_start_offset: int, log_end_offset: int) -> None:
         for offset in list(self._snapshots):
@@ -561,6 +661,9 @@ class ProducerStateManager:
             for entry in entries:
                 if not self._is_expired(entry, now_ms):
                     self._producers[entry.producer_id] = entry
+                    first = entry.current_txn_first_offset
+                    if first >= 0:
+                        self._ongoing_txns[first] = TxnMetadata(entry.producer_id, first)
             self._last_snap_offset = self._map_end_offset = offset
             return
         self._last_snap_offset = self._map_end_offset = log_start_offset

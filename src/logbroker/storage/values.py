@@ -49,11 +49,14 @@ class FetchDataInfo:
     """What a read returns: where the first batch lies and the bytes to send.
 
     `region` is None when there is nothing to return (offset at the end, or max_offset reached).
+    `aborted_transactions` is None unless the read asked for them (read_committed).
     """
 
     fetch_offset: int
     region: FileRegion | None
     first_entry_incomplete: bool = False
+    # read_committed only: the aborted transactions overlapping the region (AbortedTxn values).
+    aborted_transactions: tuple | None = None
 
     @property
     def size(self) -> int:
