@@ -163,6 +163,8 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.ELECT_LEADERS, 0, 2, 2),
     ApiSpec(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, 0),
     ApiSpec(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, 0),
+    ApiSpec(ApiKey.WRITE_TXN_MARKERS, 1, 2, 1),  # inter-broker; kio has no v0 (gone in Kafka 4)
+    ApiSpec(ApiKey.DESCRIBE_PRODUCERS, 0, 0, 0),
     ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, controlled_shutdown.MIN_VERSION, controlled_shutdown.MAX_VERSION,
             controlled_shutdown.FLEXIBLE_FROM),  # inter-broker, ZooKeeper mode; not in kio (Kafka 4)
 )

@@ -64,8 +64,8 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        """Equals the high watermark until transactions exist."""
-        return self.log.high_watermark
+        """min(first unstable offset, high watermark): read_committed consumers read below it."""
+        return self.log.last_stable_offset
 
     def make_leader(self, state: PartitionState, replicas: tuple[int, ...]) -> bool:
         """Take leadership at `state.leader_epoch`. Returns False for a stale (older) epoch."""
@@ -171,14 +171,17 @@ class Partition:
         if not self.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader of {self.tp}")
 
-    def append_records_to_leader(self, records: bytes | bytearray, *, required_acks: int) -> LogAppendInfo:
-        """Append one producer batch (see Log.append_as_leader for how it is patched)."""
+    def append_records_to_leader(self, records: bytes | bytearray, *, required_acks: int,
+                                 is_from_client: bool = True) -> LogAppendInfo:
+        """Append one producer batch (see Log.append_as_leader for how it is patched);
+        `is_from_client=False` for the broker's own batches (transaction markers)."""
         self.require_leader()
         min_isr = self.log.config.min_insync_replicas
         if required_acks == -1 and len(self.isr) < min_isr:
             raise NotEnoughReplicasError(
                 f"{self.tp}: the ISR has {len(self.isr)} replicas, fewer than min.insync.replicas={min_isr}")
-        info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch)
+        info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch,
+                                         is_from_client=is_from_client)
         self.maybe_increment_high_watermark()
         return info
 
@@ -197,10 +200,19 @@ class Partition:
         return False
 
     def read_records(self, fetch_offset: int, *, max_bytes: int, current_leader_epoch: int,
-                     fetch_only_committed: bool, min_one_message: bool) -> FetchDataInfo:
-        """Read for a consumer (up to the high watermark) or a follower (up to the log end)."""
+                     fetch_only_committed: bool, min_one_message: bool,
+                     read_committed: bool = False) -> FetchDataInfo:
+        """Read for a consumer (up to the high watermark; with `read_committed` up to the last
+        stable offset, with the aborted transactions of the range) or a follower (up to the log
+        end)."""
         self.require_leader()
         self.check_leader_epoch(current_leader_epoch)
-        max_offset = self.high_watermark if fetch_only_committed else None
+        if not fetch_only_committed:
+            max_offset = None
+        elif read_committed:
+            max_offset = self.last_stable_offset
+        else:
+            max_offset = self.high_watermark
         return self.log.read(fetch_offset, max_bytes=max_bytes, max_offset=max_offset,
-                             min_one_message=min_one_message)
+                             min_one_message=min_one_message,
+                             include_aborted_txns=fetch_only_committed and read_committed)

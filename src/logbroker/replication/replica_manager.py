@@ -4,7 +4,9 @@ Kafka's ReplicaManager (seed 003). Produce: validate acks, append each partition
 leader, answer at once for acks 0/1, or park an acks=-1 request in the produce purgatory until the
 high watermark passes every batch (or the timeout). Fetch: read each partition as a file region
 (never the bytes), and when fewer than min.bytes are there, park the fetch in the fetch purgatory
-until an append brings enough or max.wait.ms passes.
+until an append brings enough or max.wait.ms passes (read_committed: until the last stable offset
+moves past enough, which an append, a marker or a high watermark move re-checks). Transaction
+markers (WriteTxnMarkers) are the leader's own appends, waited for like acks=-1.
 
 Errors stay typed per partition (`KafkaError` in the results); `server/dispatch.py` turns them into
 codes. Runs on the event loop; appends are page-cache writes, fsyncs go to the thread executor.
@@ -16,21 +18,25 @@ import asyncio
 import inspect
 import uuid
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from logbroker.clock import Clock
 from logbroker.errors import (
+    InvalidProducerEpochError,
     InvalidRequiredAcksError,
+    InvalidTxnStateError,
     KafkaError,
     NotEnoughReplicasAfterAppendError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     RequestTimedOutError,
+    TransactionCoordinatorFencedError,
     UnknownServerError,
     UnknownTopicOrPartitionError,
 )
 from logbroker.metadata.model import PartitionState
+from logbroker.records.control import build_end_txn_marker_batch
 from logbroker.replication.group_commit import GroupCommit, acknowledged_end
 from logbroker.replication.partition import Partition
 from logbroker.replication.purgatory import DelayedOperation, Purgatory
@@ -41,6 +47,10 @@ from logbroker.storage.values import FileRegion, TimestampAndOffset
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.ReplicaManager")
+
+# Producer-state refusals worth one log line each (a zombie producer or coordinator, a broken
+# transactional client); the other produce errors are routine (leadership moves, sizes).
+_TXN_ERRORS = (InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +77,8 @@ class FetchResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: FileRegion | None = None
+    # read_committed: (producer_id, first_offset) of the aborted transactions in the range.
+    aborted_transactions: tuple[tuple[int, int], ...] | None = None
 
 
 def unexpected(tp: TopicPartition, exc: Exception) -> KafkaError:
@@ -96,6 +108,9 @@ class ReplicaManager:
         # Called as listener(tp, partition) after this broker starts or stops leading `tp` (the
         # group coordinator follows __consumer_offsets); partition is None once the replica is stopped.
         self.leadership_listeners: list = []
+        # Called as listener(tp, producer_id, commit) after this broker, as leader, appended a
+        # transaction marker to tp (the group coordinator's transactional offset commits).
+        self._txn_marker_listeners: list[Callable[[TopicPartition, int, bool], None]] = []
 
     # -- leadership -------------------------------------------------------------------------
     def become_leader(self, tp: TopicPartition, state: PartitionState, replicas: tuple[int, ...], *,
@@ -159,18 +174,23 @@ class ReplicaManager:
 
     # -- produce ----------------------------------------------------------------------------
     async def append_records(self, *, timeout_ms: int, required_acks: int,
-                             entries: dict[TopicPartition, bytes | bytearray]) -> dict[TopicPartition, ProduceResult]:
+                             entries: dict[TopicPartition, bytes | bytearray],
+                             **kwargs) -> dict[TopicPartition, ProduceResult]:
         """`append_records_now`, awaited: for callers that wait anyway (the group coordinator)."""
-        results = self.append_records_now(timeout_ms=timeout_ms, required_acks=required_acks, entries=entries)
+        results = self.append_records_now(timeout_ms=timeout_ms, required_acks=required_acks,
+                                          entries=entries, **kwargs)
         return await results if inspect.isawaitable(results) else results
 
     def append_records_now(self, *, timeout_ms: int, required_acks: int,
-                           entries: dict[TopicPartition, bytes | bytearray]) -> dict[TopicPartition, ProduceResult] | Awaitable[dict[TopicPartition, ProduceResult]]:
+                           entries: dict[TopicPartition, bytes | bytearray],
+                           is_from_client: bool = True,
+                           on_appended: Callable[[TopicPartition], None] | None = None) -> dict[TopicPartition, ProduceResult] | Awaitable[dict[TopicPartition, ProduceResult]]:
         """Append now, in the caller's order; return the results, or an awaitable of them when the
         answer must wait (acks=-1 until the high watermark passes, an fsync that flush.messages
         or flush.ms asks for, or flush.before.ack's group commit). Appending before any await
         keeps requests on one connection taking effect in the order they arrived, as Kafka's
-        one-request-at-a-time channel does."""
+        one-request-at-a-time channel does. `is_from_client=False` for the broker's own batches;
+        `on_appended(tp)` runs right after each successful append."""
         if required_acks not in (-1, 0, 1):
             error = InvalidRequiredAcksError(f"acks must be -1, 0 or 1, got {required_acks}")
             return {tp: ProduceResult(error) for tp in entries}
@@ -180,8 +200,11 @@ class ReplicaManager:
         for tp, records in entries.items():
             try:
                 partition = self.leader_partition(tp)
-                info = partition.append_records_to_leader(records, required_acks=required_acks)
+                info = partition.append_records_to_leader(records, required_acks=required_acks,
+                                                          is_from_client=is_from_client)
             except KafkaError as exc:
+                if isinstance(exc, _TXN_ERRORS):
+                    log.warning("Append to %s refused: %s: %s", tp, exc.name, exc)
                 results[tp] = ProduceResult(exc)
                 continue
             except Exception as exc:  # noqa: BLE001 - a bug must not take the broker down
@@ -199,7 +222,9 @@ class ReplicaManager:
                 self.group_commit.request(partition.log)
                 to_commit.add(tp)
             self.fetch_purgatory.check_and_complete(tp)
-        if self.metrics is not None:
+            if on_appended is not None:
+                on_appended(tp)
+        if self.metrics is not None and is_from_client:
             self.metrics.on_produce(entries, results)
         # Answers that wait: acks=-1 for the ISR, acks=1 only for flush.before.ack's fsync.
         pending = {tp: r for tp, r in results.items() if r.error is None and
@@ -208,6 +233,38 @@ class ReplicaManager:
             return results
         return self._complete_produce(results, pending, to_flush, timeout_ms=timeout_ms,
                                       required_acks=required_acks)
+
+    # -- transaction markers ------------------------------------------------------------------
+    def add_txn_marker_listener(self, callback: Callable[[TopicPartition, int, bool], None]) -> None:
+        """Call `callback(tp, producer_id, commit)` on the event loop after each transaction
+        marker this broker appends as leader."""
+        self._txn_marker_listeners.append(callback)
+
+    async def write_txn_markers(self, *, producer_id: int, producer_epoch: int,
+                                coordinator_epoch: int, commit: bool,
+                                partitions: list[TopicPartition],
+                                timeout_ms: int) -> dict[TopicPartition, KafkaError | None]:
+        """WriteTxnMarkers for one producer: append a COMMIT or ABORT control batch to each of
+        `partitions` this broker leads (ending the transaction there, indexing an abort), then
+        wait as acks=-1 until the high watermark passes each marker or `timeout_ms`. Per
+        partition None or the error: NotLeaderOrFollowerError, UnknownTopicOrPartitionError,
+        InvalidProducerEpochError, TransactionCoordinatorFencedError, RequestTimedOutError, …"""
+        now_ms = self.clock.time_ms()
+        entries = {tp: build_end_txn_marker_batch(
+            commit=commit, producer_id=producer_id, producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms) for tp in partitions}
+
+        def appended(tp: TopicPartition) -> None:
+            for listener in self._txn_marker_listeners:
+                try:
+                    listener(tp, producer_id, commit)
+                except Exception:  # noqa: BLE001 - a listener's bug must not fail the marker
+                    log.exception("Transaction marker listener failed for %s", tp)
+
+        results = await self.append_records(timeout_ms=timeout_ms, required_acks=-1,
+                                            entries=entries, is_from_client=False,
+                                            on_appended=appended)
+        return {tp: results[tp].error for tp in partitions}
 
     def _flush_in_background(self, log_, now_ms: int) -> None:
         """fsync a rolled segment off the event loop without holding any produce answer for it,
@@ -260,10 +317,13 @@ class ReplicaManager:
 
     # -- fetch ------------------------------------------------------------------------------
     def fetch_messages(self, *, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
-                       partitions: list[FetchPartitionRequest]) -> dict[TopicPartition, FetchResult] | Awaitable[dict[TopicPartition, FetchResult]]:
+                       partitions: list[FetchPartitionRequest],
+                       isolation_level: int = 0) -> dict[TopicPartition, FetchResult] | Awaitable[dict[TopicPartition, FetchResult]]:
         """Read now; return the results, or an awaitable of them when fewer than `min_bytes` are
-        there and the fetch must wait in the purgatory (up to `max_wait_ms`)."""
+        there and the fetch must wait in the purgatory (up to `max_wait_ms`). A consumer's
+        `isolation_level` 1 (READ_COMMITTED) reads below the last stable offset."""
         fetch_only_committed = replica_id < 0
+        read_committed = fetch_only_committed and isolation_level == 1
         if not fetch_only_committed:
             for request in partitions:
                 self._record_follower_fetch(replica_id, request)
@@ -274,7 +334,8 @@ class ReplicaManager:
             for request in partitions:
                 result = self._read_partition(request, max_bytes=min(request.partition_max_bytes, limit),
                                               fetch_only_committed=fetch_only_committed,
-                                              min_one_message=total == 0)
+                                              min_one_message=total == 0,
+                                              read_committed=read_committed)
                 results[request.tp] = result
                 if result.error is not None:
                     any_error = True
@@ -335,7 +396,8 @@ class ReplicaManager:
         self.fetch_purgatory.check_and_complete(partition.tp)
 
     def _read_partition(self, request: FetchPartitionRequest, *, max_bytes: int,
-                        fetch_only_committed: bool, min_one_message: bool) -> FetchResult:
+                        fetch_only_committed: bool, min_one_message: bool,
+                        read_committed: bool = False) -> FetchResult:
         partition = self.partitions.get(request.tp)
         try:
             if partition is None:
@@ -343,7 +405,8 @@ class ReplicaManager:
             info = partition.read_records(request.fetch_offset, max_bytes=max_bytes,
                                           current_leader_epoch=request.current_leader_epoch,
                                           fetch_only_committed=fetch_only_committed,
-                                          min_one_message=min_one_message)
+                                          min_one_message=min_one_message,
+                                          read_committed=read_committed)
         except KafkaError as exc:
             if partition is None or isinstance(exc, NotLeaderOrFollowerError):
                 return FetchResult(exc)
@@ -354,18 +417,29 @@ class ReplicaManager:
         # Fetch v3+: a first batch cut short by the byte limit is not sent at all; the client
         # makes progress on a later fetch (Kafka's readFromLocalLog).
         region = None if info.first_entry_incomplete else info.region
+        aborted = None
+        if info.aborted_transactions is not None:
+            aborted = tuple((t.producer_id, t.first_offset) for t in info.aborted_transactions) \
+                if region is not None else ()
         return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
-                           partition.log.log_start_offset, region)
+                           partition.log.log_start_offset, region, aborted)
 
     # -- offsets ----------------------------------------------------------------------------
     def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int, *,
                                    current_leader_epoch: int = -1,
-                                   only_committed: bool = True) -> TimestampAndOffset | None:
-        """ListOffsets: -1 latest (the high watermark for consumers), -2 earliest, -3 the max
-        timestamp, else the first offset whose timestamp is at least `timestamp`."""
+                                   only_committed: bool = True,
+                                   isolation_level: int = 0) -> TimestampAndOffset | None:
+        """ListOffsets: -1 latest (for consumers the high watermark, or under READ_COMMITTED
+        (`isolation_level` 1) the last stable offset), -2 earliest, -3 the max timestamp, else the
+        first offset whose timestamp is at least `timestamp` below that bound."""
         partition = self.leader_partition(tp)
         partition.check_leader_epoch(current_leader_epoch)
-        last_fetchable = partition.high_watermark if only_committed else partition.log.log_end_offset
+        if not only_committed:
+            last_fetchable = partition.log.log_end_offset
+        elif isolation_level == 1:
+            last_fetchable = partition.last_stable_offset
+        else:
+            last_fetchable = partition.high_watermark
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, last_fetchable, partition.leader_epoch)
         if timestamp == EARLIEST_TIMESTAMP:

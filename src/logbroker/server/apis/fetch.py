@@ -34,7 +34,8 @@ def handle(broker, request):
                  for p in t.partitions]
     results = broker.replica_manager.fetch_messages(
         replica_id=replica_id, max_wait_ms=int(body.max_wait.total_seconds() * 1000),
-        min_bytes=body.min_bytes, max_bytes=body.max_bytes, partitions=requested)
+        min_bytes=body.min_bytes, max_bytes=body.max_bytes, partitions=requested,
+        isolation_level=getattr(body, "isolation_level", 0))
     if (metrics := broker.replica_manager.metrics) is not None:
         results = metrics.on_fetch(replica_id, results)
     if inspect.isawaitable(results):
@@ -64,6 +65,14 @@ async def _respond_later(request, names, pending, denied):
     return _respond(request, names, await pending, denied)
 
 
+def _aborted(result, committed: bool):
+    """read_committed: the range's aborted transactions (an empty array when none, or on an
+    error); read_uncommitted: a null array, as Kafka."""
+    if not committed:
+        return None
+    return result.aborted_transactions or []
+
+
 def _respond(request, names, results, denied):
     body = request.body
     committed = body.isolation_level == 1
@@ -80,6 +89,6 @@ def _respond(request, names, results, denied):
             r = results[TopicPartition(name, p.partition)]
             partitions.append(FetchPartitionData(
                 p.partition, r.error.code if r.error else 0, r.high_watermark, r.last_stable_offset,
-                r.log_start_offset, aborted_transactions=[] if committed else None, records=r.records))
+                r.log_start_offset, aborted_transactions=_aborted(r, committed), records=r.records))
         topics.append(FetchTopicData(name or "", partitions, getattr(t, "topic_id", None)))
     return encode_fetch_response(request.api_version, request.correlation_id, topics)

@@ -29,7 +29,8 @@ def handle(broker, request):
                 require_topic(broker, request, AclOperation.DESCRIBE, topic.name)
                 found = broker.replica_manager.fetch_offset_for_timestamp(
                     tp, p.timestamp, current_leader_epoch=getattr(p, "current_leader_epoch", -1),
-                    only_committed=only_committed)
+                    only_committed=only_committed,
+                    isolation_level=getattr(body, "isolation_level", 0))
             except KafkaError as exc:
                 partitions.append(ListOffsetsPartitionResult(p.partition_index, exc.code))
                 continue
