@@ -51,7 +51,6 @@ class TransactionMarkerChannel:
         self._connections = BrokerConnections(endpoint=endpoint, security=security, timeout_ms=request_timeout_ms,
                                               client_id=f"broker-{broker_id}-txn-marker-sender")
         self.queue_size = 0
-        self.on_local_marker = None  # callback(tp, producer_id, commit) after a `_write_local` append
 
     async def send_markers(self, *, transactional_id: str, producer_id: int, producer_epoch: int,
                            coordinator_epoch: int, commit: bool, partitions: set[TopicPartition],
@@ -101,8 +100,7 @@ class TransactionMarkerChannel:
                     coordinator_epoch: int, commit: bool) -> dict[TopicPartition, KafkaError | None]:
         try:
             if leader == self.broker_id:
-                write = getattr(self.replica_manager, "write_txn_markers", None) or self._write_local
-                return await write(
+                return await self.replica_manager.write_txn_markers(
                     producer_id=producer_id, producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch,
                     commit=commit, partitions=tps, timeout_ms=self._timeout_ms)
             return await self._send_remote(leader, tps, producer_id=producer_id, producer_epoch=producer_epoch,
@@ -113,28 +111,6 @@ class TransactionMarkerChannel:
         except Exception as exc:  # noqa: BLE001 - retried; a bug must not stop the transaction for good
             log.exception("Sending markers to broker %d failed", leader)
             return {tp: UnknownServerError(str(exc)) for tp in tps}
-
-    async def _write_local(self, *, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
-                           partitions: list[TopicPartition], timeout_ms: int) -> dict[TopicPartition, KafkaError | None]:
-        """Stand-in for ReplicaManager.write_txn_markers until the storage side provides it: the
-        leader-local append of one marker batch per partition (acks=1)."""
-        from logbroker.records.control import build_end_txn_marker_batch
-        results: dict[TopicPartition, KafkaError | None] = {}
-        for tp in partitions:
-            try:
-                partition = self.replica_manager.leader_partition(tp)
-                batch = build_end_txn_marker_batch(commit=commit, producer_id=producer_id,
-                                                   producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch,
-                                                   timestamp_ms=self.replica_manager.clock.time_ms())
-                partition.log.append_as_leader(bytearray(batch), leader_epoch=partition.leader_epoch,
-                                               is_from_client=False)
-                partition.maybe_increment_high_watermark()
-                results[tp] = None
-                if self.on_local_marker is not None:
-                    self.on_local_marker(tp, producer_id, commit)
-            except KafkaError as exc:
-                results[tp] = exc
-        return results
 
     async def _send_remote(self, leader: int, tps: list[TopicPartition], *, producer_id: int,
                            producer_epoch: int, coordinator_epoch: int, commit: bool

@@ -167,11 +167,8 @@ class Broker:
             endpoint=self._broker_address, security=self.inter_broker_security or PLAINTEXT,
             request_timeout_ms=self.config.request_timeout_ms)
         gc = self.group_coordinator
-        on_marker = lambda tp, producer_id, commit: complete_transactional_offsets(gc, tp, producer_id, commit)
-        if hasattr(self.replica_manager, "add_txn_marker_listener"):
-            self.replica_manager.add_txn_marker_listener(on_marker)
-        else:  # until the storage side lands: the coordinator's own local marker writes
-            self.transaction_coordinator.marker_channel.on_local_marker = on_marker
+        self.replica_manager.add_txn_marker_listener(
+            lambda tp, producer_id, commit: complete_transactional_offsets(gc, tp, producer_id, commit))
         self.server = KafkaServer(Dispatcher(self), max_request_bytes=self.config.socket_request_max_bytes,
                                   connections_max_idle_ms=self.config.connections_max_idle_ms,
                                   clock_ms=self.clock.monotonic_ms,
