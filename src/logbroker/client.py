@@ -96,11 +96,19 @@ class KafkaConnection:
 
     async def request(self, body: Any) -> Any:
         """Send one request and return its decoded response. Raises ConnectionClosedError."""
+        return await self._call(self._round_trip, body)
+
+    async def request_frame(self, body: Any) -> bytes:
+        """Send one request and return its response frame undecoded (correlation id first), for
+        a caller that reads a field kio cannot (DescribeTransactions' -1 start time)."""
+        return await self._call(self._exchange, body)
+
+    async def _call(self, exchange, body: Any):
         async with self._lock:
             try:
                 if self._writer is None:
                     await self._open()
-                return await self._round_trip(body)
+                return await exchange(body)
             except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
                 await self.close()
                 raise ConnectionClosedError(f"connection to {self.host}:{self.port} failed: {exc!r}") from exc
@@ -145,13 +153,16 @@ class KafkaConnection:
                 f"{self.security.username!r}: {response.error_message}")
         return response.auth_bytes
 
-    async def _round_trip(self, body: Any) -> Any:
+    async def _exchange(self, body: Any) -> bytes:
         self._correlation_id += 1
         self._writer.write(encode_request(body, correlation_id=self._correlation_id,
                                           client_id=self.client_id))
         await self._writer.drain()
         size = _SIZE.unpack(await asyncio.wait_for(self._reader.readexactly(4), self.timeout_s))[0]
-        frame = await asyncio.wait_for(self._reader.readexactly(size), self.timeout_s)
+        return await asyncio.wait_for(self._reader.readexactly(size), self.timeout_s)
+
+    async def _round_trip(self, body: Any) -> Any:
+        frame = await self._exchange(body)
         cls = type(body)
         correlation_id, response = decode_response(frame, api_key=cls.__api_key__,
                                                    api_version=cls.__version__)
