@@ -13,8 +13,9 @@ producer epoch or coordinator, so its marker is moot. Sending stops when `still_
 false (this broker no longer coordinates the transaction; the new coordinator resumes it from the
 Prepare* state it loads).
 
-Runs on the event loop. `queue_size` counts the partitions whose markers are not yet written
-(Kafka's UnknownDestinationQueueSizeMetric plus LogAppendRetryQueueSize, in one number).
+Runs on the event loop. For the metrics: `queue_size` counts the partitions whose markers are not
+yet written, `unknown_destination_queue_size` those of them without a known leader (Kafka's
+UnknownDestinationQueueSize).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class TransactionMarkerChannel:
         self._connections = BrokerConnections(endpoint=endpoint, security=security, timeout_ms=request_timeout_ms,
                                               client_id=f"broker-{broker_id}-txn-marker-sender")
         self.queue_size = 0
+        self._unknown_destinations: dict[int, int] = {}  # per send_markers call
 
     async def send_markers(self, *, transactional_id: str, producer_id: int, producer_epoch: int,
                            coordinator_epoch: int, commit: bool, partitions: set[TopicPartition],
@@ -65,6 +67,7 @@ class TransactionMarkerChannel:
                 if not still_valid():
                     return False
                 by_leader: dict[int, list[TopicPartition]] = {}
+                unknown = 0
                 for tp in list(pending):
                     if self.store.topic(tp.topic) is None:
                         log.info("Dropping the %s marker of %s for %s: the topic was deleted",
@@ -74,6 +77,9 @@ class TransactionMarkerChannel:
                     state = self.store.partition_state(tp)
                     if state is not None and state.leader >= 0:
                         by_leader.setdefault(state.leader, []).append(tp)
+                    else:
+                        unknown += 1
+                self._unknown_destinations[id(pending)] = unknown
                 sends = [self._send(leader, tps, producer_id=producer_id, producer_epoch=producer_epoch,
                                     coordinator_epoch=coordinator_epoch, commit=commit)
                          for leader, tps in by_leader.items()]
@@ -91,6 +97,11 @@ class TransactionMarkerChannel:
             return True
         finally:
             self.queue_size -= len(pending)
+            self._unknown_destinations.pop(id(pending), None)
+
+    @property
+    def unknown_destination_queue_size(self) -> int:
+        return sum(self._unknown_destinations.values())
 
     def _done(self, pending: set[TopicPartition], tp: TopicPartition) -> None:
         pending.discard(tp)
