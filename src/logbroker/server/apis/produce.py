@@ -4,6 +4,13 @@ acks=0 gets no response at all; if any partition failed, the connection is close
 Kafka does, so the producer notices. The record bytes kio parsed out of the frame go to the log as
 they are: it writes a patched copy of their first 16 bytes (base offset, leader epoch) ahead of the
 rest, so the batch is not copied again.
+
+KIP-890 part 1 (transaction.partition.verification.enable): a request with a transactional id whose
+batch is transactional (attributes bit 0x10) while its producer has no ongoing transaction on that
+partition yet — the first batch of a transaction there — is checked with the transaction
+coordinator first (coordinator/transaction_verification.py: a direct call when the coordinator is
+this broker, else AddPartitionsToTxn v4 verify-only); a partition not in the transaction gets
+INVALID_TXN_STATE. A request without a transactional id pays one attribute test, nothing more.
 """
 
 from __future__ import annotations
