@@ -53,6 +53,15 @@ def end_txn_retrying(raw: RawClient, *args) -> int:
     return code
 
 
+def describe(raw: RawClient, txn_id: str) -> dict:
+    """DescribeTransactions, decoded by the CLI's reader: kio refuses the -1 start time of an
+    Empty transaction."""
+    from logbroker.cli.transactions import decode_describe_transactions
+    raw.send(65, 0, transactional_ids=[txn_id])
+    [state] = decode_describe_transactions(raw.receive_frame())
+    return state
+
+
 def txn_batch(pid: int, epoch: int, sequence: int = 0, values=(b"v",)) -> bytes:
     return build_batch([(None, v) for v in values], producer_id=pid, producer_epoch=epoch, base_sequence=sequence,
                        transactional=True)
@@ -171,3 +180,70 @@ def test_txn_offset_commit_for_a_group_not_added_and_pending_offsets(logbroker):
                 break
             time.sleep(0.05)
         assert fetch(True) == (NONE, 42)
+
+
+def test_idle_transactional_id_expires_with_a_tombstone(logbroker_process):
+    broker = logbroker_process
+    broker.overrides.update({"transactional.id.expiration.ms": "500",
+                             "transaction.remove.expired.transaction.cleanup.interval.ms": "200"})
+    broker.kill()
+    broker.start()
+    with RawClient(broker.bootstrap) as raw:
+        find(raw, "t-expire")
+        pid, _ = init(raw, "t-expire")
+        assert describe(raw, "t-expire")["transaction_state"] == "Empty"
+        for _ in range(100):
+            state = describe(raw, "t-expire")
+            if state["error_code"] == TRANSACTIONAL_ID_NOT_FOUND:
+                break
+            time.sleep(0.1)
+        assert state["error_code"] == TRANSACTIONAL_ID_NOT_FOUND
+    broker.kill()
+    broker.start()  # the tombstone is replayed: still gone, and a new init starts over
+    with RawClient(broker.bootstrap) as raw:
+        find(raw, "t-expire")
+        assert describe(raw, "t-expire")["error_code"] == TRANSACTIONAL_ID_NOT_FOUND
+        new_pid, epoch = init(raw, "t-expire")
+        assert new_pid != pid and epoch == 0
+
+
+def test_offsets_of_a_transaction_open_at_kill_9_stay_pending_then_abort(logbroker_process):
+    broker = logbroker_process
+    broker.overrides["transaction.abort.timed.out.transaction.cleanup.interval.ms"] = "200"
+    broker.kill()
+    broker.start()
+    create_topic(broker.bootstrap, "errs-5")
+    with RawClient(broker.bootstrap) as raw:
+        find(raw, "t-crash-offsets")
+        assert raw.request(10, 3, key="g-crash", key_type=0).error_code == NONE
+        pid, epoch = init(raw, "t-crash-offsets", timeout_ms=2000)
+        assert raw.request(25, 3, transactional_id="t-crash-offsets", producer_id=pid, producer_epoch=epoch,
+                           group_id="g-crash").error_code == NONE
+        r = raw.request(28, 3, transactional_id="t-crash-offsets", group_id="g-crash", producer_id=pid,
+                        producer_epoch=epoch, generation_id=-1, member_id="", group_instance_id=None,
+                        topics=[{"name": "errs-5", "partitions": [{"partition_index": 0, "committed_offset": 9,
+                                                                  "committed_leader_epoch": -1,
+                                                                  "committed_metadata": ""}]}])
+        assert r.topics[0].partitions[0].error_code == NONE
+    broker.kill()
+    broker.start()
+
+    def fetch(raw, require_stable: bool):
+        r = raw.request(9, 8, groups=[{"group_id": "g-crash", "topics": [
+            {"name": "errs-5", "partition_indexes": [0]}]}], require_stable=require_stable)
+        p = r.groups[0].topics[0].partitions[0]
+        return int(p.error_code), p.committed_offset
+
+    with RawClient(broker.bootstrap) as raw:
+        for _ in range(100):  # loading, then pending until the timeout aborts the transaction
+            if raw.request(10, 3, key="g-crash", key_type=0).error_code == NONE and fetch(raw, False)[0] == NONE:
+                break
+            time.sleep(0.1)
+        assert fetch(raw, False) == (NONE, -1)
+        for _ in range(100):
+            if fetch(raw, True) == (NONE, -1):
+                break
+            time.sleep(0.1)
+        assert fetch(raw, True) == (NONE, -1)  # aborted on timeout: never committed
+        [state] = raw.request(65, 0, transactional_ids=["t-crash-offsets"]).transaction_states
+        assert state.transaction_state == "CompleteAbort"
