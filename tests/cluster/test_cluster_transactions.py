@@ -1,135 +1,73 @@
-"""Transactions across a three-broker ZooKeeper cluster: RF=3, min.insync.replicas=2, acks=all.
-The transaction coordinator is the leader of the id's `__transaction_state` partition; markers
-reach the leaders of the transaction's partitions over the inter-broker listener."""
+"""Transactions on a ZooKeeper cluster (RF=3): followers replicate the markers and build the same
+.txnindex as the leader, and a new leader after a SIGKILL answers the same LSO and aborted
+transactions. Transactional batches and markers are sent as raw requests to the leader (the
+transaction coordinator is not part of this test)."""
 
 from __future__ import annotations
 
-import time
-import uuid
-
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from kio.index import load_request_schema
 
-from logbroker.testing import wait_for
+from logbroker.records.builder import build_batch
+from logbroker.server.responses import build
+from raw_requests import send
+from replica_checks import partition_dir, wait_until_replicas_converge
 
-TXN_CLUSTER = {"transaction.state.log.num.partitions": "3", "transaction.state.log.replication.factor": "3",
-               "transaction.state.log.min.isr": "2", "offsets.topic.replication.factor": "3",
-               "offsets.topic.num.partitions": "3", "replica.lag.time.max.ms": "5000",
-               "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"}
-TOPIC_CONFIG = {"min.insync.replicas": "2"}
-
-
-def read_committed(bootstrap: str, topic: str, partitions: int, *, expect: int, timeout_s: float = 60) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4()}", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-                         "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values, eof = [], set()
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == -191:
-                    eof.add(msg.partition())
-                    if len(eof) == partitions and len(values) >= expect:
-                        break
-                    continue
-                raise KafkaException(msg.error())
-            values.append(msg.value())
-    finally:
-        consumer.close()
-    return values
+pytestmark = pytest.mark.timeout(180)
 
 
-def transactional_producer(bootstrap: str, txn_id: str) -> Producer:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "acks": "all",
-                         "transaction.timeout.ms": 10_000})
-    producer.init_transactions(60)
-    return producer
+def request(broker, api_key: int, version: int, **fields):
+    return send(broker, build(load_request_schema(api_key, version), fields))
 
 
-@pytest.mark.logbroker_cluster(**TXN_CLUSTER)
-def test_commit_and_abort_across_partitions_led_by_different_brokers(logbroker_cluster):
+def produce(broker, topic: str, batch: bytes) -> int:
+    response = request(broker, 0, 9, transactional_id=None, acks=-1, timeout=10_000, topic_data=[
+        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}])
+    answer = response.responses[0].partition_responses[0]
+    assert int(answer.error_code) == 0, answer
+    return int(answer.base_offset)
+
+
+def abort(broker, topic: str, pid: int, epoch: int) -> None:
+    response = request(broker, 27, 1, markers=[{
+        "producer_id": pid, "producer_epoch": epoch, "transaction_result": False,
+        "coordinator_epoch": 0, "topics": [{"name": topic, "partition_indexes": [0]}]}])
+    assert int(response.markers[0].topics[0].partitions[0].error_code) == 0
+
+
+def fetch_committed(broker, topic: str):
+    response = request(broker, 1, 12, replica_id=-1, max_wait=0, min_bytes=1, max_bytes=1 << 20,
+                       isolation_level=1, session_id=0, session_epoch=-1,
+                       topics=[{"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                                "partition_max_bytes": 1 << 20}]}],
+                       forgotten_topics_data=[], rack_id="")
+    return response.responses[0].partitions[0]
+
+
+@pytest.mark.logbroker_cluster(**{"replica.lag.time.max.ms": "3000"})
+def test_followers_build_the_txn_index_and_a_new_leader_keeps_the_lso(logbroker_cluster):
     cluster = logbroker_cluster
-    cluster.create_topic("ctx", partitions=3, replication_factor=3, config=TOPIC_CONFIG)
-    assert len({cluster.leader("ctx", p) for p in range(3)}) > 1
-    producer = transactional_producer(cluster.bootstrap, "ctx-id")
-    producer.begin_transaction()
-    for i in range(30):
-        producer.produce("ctx", value=f"c{i}".encode(), partition=i % 3)
-    producer.commit_transaction(60)
-    producer.begin_transaction()
-    for i in range(30):
-        producer.produce("ctx", value=f"a{i}".encode(), partition=i % 3)
-    producer.flush(60)
-    producer.abort_transaction(60)
-    producer.begin_transaction()
-    producer.produce("ctx", value=b"last", partition=0)
-    producer.commit_transaction(60)
-    values = read_committed(cluster.bootstrap, "ctx", 3, expect=31)
-    assert sorted(values) == sorted([f"c{i}".encode() for i in range(30)] + [b"last"])
+    cluster.create_topic("txn", config={"min.insync.replicas": "2"})
+    leader_id = cluster.leader("txn", 0)
+    leader = cluster.brokers[leader_id]
+    init = request(leader, 22, 4, transactional_id=None, transaction_timeout=60_000, producer_id=-1,
+                   producer_epoch=-1)
+    pid, epoch = int(init.producer_id), int(init.producer_epoch)
+    batch = lambda seq, value: build_batch([(b"k", value)], producer_id=pid, producer_epoch=epoch,  # noqa: E731
+                                           base_sequence=seq, transactional=True)
+    assert produce(leader, "txn", batch(0, b"aborted")) == 0
+    abort(leader, "txn", pid, epoch)                                   # marker at 1
+    assert produce(leader, "txn", batch(1, b"open")) == 2              # left open
 
+    wait_until_replicas_converge(cluster, "txn", 0)
+    indexes = {b: (partition_dir(cluster, b, "txn", 0) / f"{0:020d}.txnindex").read_bytes()
+               for b in cluster.brokers}
+    assert len(set(indexes.values())) == 1
+    assert len(indexes[leader_id]) == 34
 
-def coordinator_of(cluster, txn_id: str) -> int:
-    from logbroker.coordinator.transaction_log import partition_for
-    return cluster.leader("__transaction_state", partition_for(txn_id, 3))
-
-
-@pytest.mark.logbroker_cluster(**TXN_CLUSTER)
-def test_coordinator_killed_mid_transaction_loses_no_commit_and_exposes_no_abort(logbroker_cluster):
-    cluster = logbroker_cluster
-    cluster.create_topic("ctk", partitions=3, replication_factor=3, config=TOPIC_CONFIG)
-    producer = transactional_producer(cluster.bootstrap, "ctk-id")
-    producer.begin_transaction()
-    for i in range(20):
-        producer.produce("ctk", value=f"committed-{i}".encode(), partition=i % 3)
-    producer.commit_transaction(60)
-    producer.begin_transaction()
-    for i in range(20):
-        producer.produce("ctk", value=f"open-{i}".encode(), partition=i % 3)
-    producer.flush(60)
-    victim = coordinator_of(cluster, "ctk-id")
-    cluster.kill(victim)
-    wait_for(lambda: coordinator_of(cluster, "ctk-id") not in (-1, victim), timeout_s=60,
-             what="a new transaction coordinator")
-    try:
-        producer.commit_transaction(60)
-        committed_open = True
-    except KafkaException:
-        committed_open = False  # the new coordinator may abort it on its timeout first: all or nothing
-        producer.abort_transaction(60)
-    survivors = ",".join(b.bootstrap for b in cluster.brokers.values() if b.running)
-    expected = [f"committed-{i}".encode() for i in range(20)]
-    if committed_open:
-        expected += [f"open-{i}".encode() for i in range(20)]
-    values = read_committed(survivors, "ctk", 3, expect=len(expected))
-    assert sorted(values) == sorted(expected)
-    cluster.start_broker(victim)
-    after = transactional_producer(cluster.bootstrap, "ctk-id")
-    after.begin_transaction()
-    after.produce("ctk", value=b"after", partition=1)
-    after.commit_transaction(60)
-    values = read_committed(cluster.bootstrap, "ctk", 3, expect=len(expected) + 1)
-    assert sorted(values) == sorted(expected + [b"after"])
-
-
-@pytest.mark.logbroker_cluster(**TXN_CLUSTER)
-def test_partition_leader_killed_mid_transaction(logbroker_cluster):
-    cluster = logbroker_cluster
-    cluster.create_topic("ctl", partitions=1, replication_factor=3, config=TOPIC_CONFIG)
-    producer = transactional_producer(cluster.bootstrap, "ctl-id")
-    producer.begin_transaction()
-    for i in range(20):
-        producer.produce("ctl", value=f"v{i}".encode())
-    producer.flush(60)
-    leader = cluster.leader("ctl", 0)
-    if leader == coordinator_of(cluster, "ctl-id"):
-        pytest.skip("the partition leader is also the coordinator here; the other test covers that")
-    cluster.kill(leader)
-    cluster.wait_for_leader("ctl", 0, not_in={leader})
-    producer.commit_transaction(60)
-    survivors = ",".join(b.bootstrap for b in cluster.brokers.values() if b.running)
-    assert sorted(read_committed(survivors, "ctl", 1, expect=20)) == sorted(f"v{i}".encode() for i in range(20))
+    cluster.kill(leader_id)
+    new_leader = cluster.wait_for_leader("txn", 0, not_in={leader_id})
+    data = fetch_committed(cluster.brokers[new_leader], "txn")
+    assert int(data.error_code) == 0
+    assert int(data.last_stable_offset) == 2
+    assert [(int(a.producer_id), int(a.first_offset)) for a in data.aborted_transactions] == [(pid, 0)]

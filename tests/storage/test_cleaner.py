@@ -265,15 +265,19 @@ def test_last_batch_of_a_producer_is_kept_empty(tmp_path):
     reopened.close()
 
 
-def test_control_and_transactional_batches_are_untouched(tmp_path):
+def test_an_open_transaction_stops_cleaning_at_its_first_offset(tmp_path):
     clock = ManualClock(NOW)
     lg = open_log(tmp_path, clock, **{"segment.bytes": 1 << 20})
+    append(lg, [("a", "old")])
     append(lg, [("a", "txn")], producer_id=3, producer_epoch=0, base_sequence=0, transactional=True)
     append(lg, [("a", "plain")])
     append(lg, [("a", "newest")])
     lg.roll()
+    assert lg.first_unstable_offset == 1
     clean(lg, clock.time_ms())
-    assert [(o, v) for o, _, v in all_records(lg)] == [(0, b"txn"), (2, b"newest")]
+    # Nothing at or after the first unstable offset is cleaned, and nothing it could shadow.
+    assert [(o, v) for o, _, v in all_records(lg)] == [(0, b"old"), (1, b"txn"), (2, b"plain"),
+                                                      (3, b"newest")]
 
 
 def test_empty_batch_header_is_valid():
@@ -444,3 +448,75 @@ def test_retention_meanwhile_aborts_the_swap(tmp_path):
     cleaner.clean_logs([lg], clock.time_ms())
     records = all_records(lg)
     assert len(records) == 3 and records[0][0] >= lg.log_start_offset
+
+
+def marker(lg: Log, pid: int, commit: bool) -> None:
+    from logbroker.records.control import build_end_txn_marker_batch
+
+    lg.append_as_leader(build_end_txn_marker_batch(commit=commit, producer_id=pid, producer_epoch=0,
+                                                   coordinator_epoch=0, timestamp_ms=lg._clock.time_ms()),
+                        leader_epoch=0, is_from_client=False)
+    lg.update_high_watermark(lg.log_end_offset)
+
+
+def txn_append(lg: Log, pid: int, seq: int, items) -> None:
+    append(lg, items, producer_id=pid, producer_epoch=0, base_sequence=seq, transactional=True)
+
+
+def markers(lg: Log) -> list[tuple[int, bool]]:
+    """(offset, has delete horizon) of each control batch with its record."""
+    return [(h.base_offset, h.has_delete_horizon) for h, _ in all_batches(lg)
+            if h.is_control and h.records_count]
+
+
+def test_cleaner_drops_aborted_data_then_markers_after_delete_retention(tmp_path):
+    clock = ManualClock(NOW)
+    lg = open_log(tmp_path, clock, **{"segment.bytes": 1 << 20})
+    txn_append(lg, 3, 0, [("a", "aborted")])     # 0
+    marker(lg, 3, commit=False)                   # 1
+    txn_append(lg, 4, 0, [("a", "committed")])   # 2
+    marker(lg, 4, commit=True)                    # 3
+    txn_append(lg, 3, 1, [("d", "p2")])          # 4
+    marker(lg, 3, commit=True)                    # 5
+    append(lg, [("b", "x")])                      # 6
+    lg.roll()
+    assert [(t.producer_id, t.first_offset, t.last_offset)
+            for s in lg.segments for t in s.txn_index.all_aborted_txns()] == [(3, 0, 1)]
+
+    clean(lg, clock.time_ms())
+    data = [(o, v) for o, _, v in all_records(lg) if v not in (None,) and not v.startswith(b"\x00\x00")]
+    assert data == [(2, b"committed"), (4, b"p2"), (6, b"x")]
+    # The abort marker stays while the cleaning saw its data, and so does its index entry.
+    assert markers(lg) == [(1, False), (3, False), (5, False)]
+    assert [(t.producer_id, t.first_offset, t.last_offset)
+            for t in lg.segments[0].txn_index.all_aborted_txns()] == [(3, 0, 1)]
+    assert lg.segments[0].txn_index.path.name == "00000000000000000000.txnindex"
+
+    append(lg, [("c", "y")])                      # 7
+    lg.roll()
+    clean(lg, clock.time_ms())
+    # No data of the aborted transaction is left: its marker gets a delete horizon, no entry.
+    assert markers(lg)[0] == (1, True)
+    assert lg.segments[0].txn_index.all_aborted_txns() == []
+
+    clock.advance(DAY_MS + 1)
+    append(lg, [("e", "z")])
+    lg.roll()
+    clean(lg, clock.time_ms())
+    assert 1 not in [o for o, _ in markers(lg)]
+    info = lg.read(0, max_bytes=1 << 20, max_offset=lg.last_stable_offset, include_aborted_txns=True)
+    assert info.aborted_transactions == ()
+
+
+def test_aborted_records_never_shadow_older_committed_ones(tmp_path):
+    clock = ManualClock(NOW)
+    lg = open_log(tmp_path, clock, **{"segment.bytes": 1 << 20})
+    append(lg, [("k", "kept")])                   # 0
+    txn_append(lg, 3, 0, [("k", "aborted")])     # 1
+    marker(lg, 3, commit=False)                   # 2
+    txn_append(lg, 3, 1, [("z", "last")])        # 3
+    marker(lg, 3, commit=True)                    # 4
+    lg.roll()
+    clean(lg, clock.time_ms())
+    values = [v for _, _, v in all_records(lg) if not v.startswith(b"\x00\x00")]
+    assert values == [b"kept", b"last"]

@@ -278,3 +278,59 @@ def test_producer_with_an_open_transaction_does_not_expire(tmp_path, clock):
     log.remove_expired_producers()
     assert log.producer_state.last_entry(1) is not None
     assert log.producer_state.last_entry(2) is None
+
+
+# --- a reference model -------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("data"), st.integers(1, 3), st.integers(1, 3)),
+    st.tuples(st.just("commit"), st.integers(1, 3)),
+    st.tuples(st.just("abort"), st.integers(1, 3)),
+    st.tuples(st.just("plain"), st.integers(1, 2)),
+    st.tuples(st.just("roll"),),
+), max_size=40)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_lso_and_txn_index_match_a_reference_model_and_survive_recovery(tmp_path_factory, ops):
+    clock = ManualClock(NOW)
+    path = tmp_path_factory.mktemp("model") / "t-0"
+    log = open_log(path, clock)
+    producers = {pid: Producer(pid) for pid in (1, 2, 3)}
+    ongoing: dict[int, int] = {}  # pid → first offset
+    expected: list[AbortedTxn] = []
+    for op in ops:
+        end = log.log_end_offset
+        if op[0] == "data":
+            _, pid, n = op
+            append(log, producers[pid].batch(n))
+            ongoing.setdefault(pid, end)
+        elif op[0] in ("commit", "abort"):
+            pid = op[1]
+            append(log, producers[pid].marker(commit=op[0] == "commit"), marker=True)
+            first = ongoing.pop(pid, None)
+            if op[0] == "abort" and first is not None:
+                others = [f for p, f in ongoing.items()]
+                expected.append(AbortedTxn(pid, first, end, min(others) if others else end + 1))
+        elif op[0] == "plain":
+            append(log, build_batch([(None, b"p")] * op[1], now_ms=NOW))
+        elif log.active_segment.size:
+            log.roll()
+        assert log.first_unstable_offset == min(ongoing.values(), default=None)
+    assert log.last_stable_offset == min(ongoing.values(), default=log.high_watermark)
+    assert txn_index_entries(log) == expected
+
+    end = log.log_end_offset
+    log.close_handles()
+    for s in log.segments:
+        s.txn_index.path.unlink(missing_ok=True)
+    for snapshot in path.glob("*.snapshot"):
+        snapshot.unlink()
+    log = Log.open(path, config(), clock=clock, recovery_point=0, high_watermark=end)
+    assert txn_index_entries(log) == expected
+    assert log.first_unstable_offset == min(ongoing.values(), default=None)
+    log.close_handles()

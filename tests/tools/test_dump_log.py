@@ -370,3 +370,23 @@ def test_logbroker_dump_log_verb(tmp_path):
     assert result.exit_code == 0, result.output
     assert ("| offset: 100 CreateTime: 1000 keySize: 2 valueSize: 2 sequence: -1 headerKeys: [h1,h2] "
             "key: k0 payload: v0") in result.stdout.splitlines()
+
+
+def test_txn_index_and_markers_written_by_the_log(tmp_path):
+    from logbroker.clock import ManualClock
+    from logbroker.storage.log import Log
+    from logbroker.storage.log_config import LogConfig
+
+    log = Log.open(tmp_path / "t-0", LogConfig.defaults(), clock=ManualClock(1000))
+    log.append_as_leader(bytearray(build_batch([(b"k", b"v", (), 1000)] * 2, producer_id=5,
+                                               producer_epoch=0, base_sequence=0, transactional=True)),
+                         leader_epoch=0)
+    log.append_as_leader(build_end_txn_marker_batch(commit=False, producer_id=5, producer_epoch=0,
+                                                    coordinator_epoch=2, timestamp_ms=1000),
+                         leader_epoch=0, is_from_client=False)
+    log.close()
+    out, _ = run([tmp_path / "t-0" / f"{0:020d}.txnindex"])
+    assert out[1:] == ["version: 0 producerId: 5 firstOffset: 0 lastOffset: 2 lastStableOffset: 3"]
+    out, _ = run([tmp_path / "t-0" / f"{0:020d}.log"], deep_iteration=True)
+    assert "isTransactional: true isControl: true" in out[-2]
+    assert out[-1].endswith("endTxnMarker: ABORT coordinatorEpoch: 2")

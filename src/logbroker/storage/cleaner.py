@@ -24,12 +24,16 @@ What is retained (Kafka's MemoryRecords.filterTo with the cleaner's filter):
   their bytes (their offset and timestamp deltas are unchanged, as baseOffset and baseTimestamp
   are).
 - A batch that loses every record is dropped, except the last data batch of a producer the
-  producer state still tracks: that one is kept as an empty batch (header only), so the
-  producer's last sequence and epoch survive cleaning and a restart (Kafka's RETAIN_EMPTY).
-- Control batches and transactional batches are kept untouched, and the keys of transactional
-  batches never enter the map: without transaction indexes we cannot tell committed from
-  aborted or open transactions, so the cleaner drops nothing they hold and lets nothing they
-  hold shadow an older record.
+  producer state still tracks (or its last marker, when it has no data batch left): that one is
+  kept as an empty batch (header only), so the producer's last sequence and epoch survive
+  cleaning and a restart (Kafka's RETAIN_EMPTY).
+- Transactions (cleaned_txn_metadata.py, Kafka's rules): the cleanable range ends at the first
+  unstable offset (cleaner_manager.py), so every transaction met is decided. Batches of aborted
+  transactions (from the .txnindex files) are dropped and their keys never enter the map;
+  committed transactional batches are compacted like any other. Markers go in two phases: once
+  no data of its transaction is left before it, a marker is stamped with a delete horizon (now +
+  delete.retention.ms) and dropped by a cleaning after that time. An ABORT marker that is kept
+  carries its AbortedTxn into the cleaned segment's `.txnindex` (renamed with the other files).
 
 Crash safety, Kafka's protocol, matched by LogLoader (log_loader.py):
     write `.cleaned` and fsync it → (under the log's lock) rename to `.swap` → put it in the
@@ -67,8 +71,10 @@ from logbroker.records.batch import (
 )
 from logbroker.records.builder import build_batch
 from logbroker.records.compression import compress, decompress
+from logbroker.records.control import read_end_txn_marker
 from logbroker.records.record import decode_records
 from logbroker.records.varint import decode_varint, decode_varlong
+from logbroker.storage.cleaned_txn_metadata import CleanedTransactionMetadata
 from logbroker.storage.log_segment import CLEANED_FILE_SUFFIX, LogSegment
 
 log = logging.getLogger("kafka.log.LogCleaner")
@@ -261,7 +267,7 @@ def _rebuild_with_horizon(header: BatchHeader, data, kept_offsets: set[int],
                         producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
                         partition_leader_epoch=header.partition_leader_epoch,
                         log_append_time=header.is_log_append_time,
-                        transactional=header.is_transactional,
+                        transactional=header.is_transactional, control=header.is_control,
                         delete_horizon_ms=delete_horizon_ms, preserve_offsets=True)
     return _with_last_offset_delta(built, header.last_offset_delta)
 
@@ -315,14 +321,16 @@ class Cleaner:
         offset_map = self.offset_map
         end_offset = self.build_offset_map(log_, first_dirty_offset, first_uncleanable_offset, stats)
         producers = log_.producer_state.active_producers
-        last_batch_of_producer = {pid: entry.last_data_offset for pid, entry in producers.items()}
+        last_records = {pid: (entry.last_data_offset, entry.producer_epoch)
+                        for pid, entry in producers.items()}
         segments = [s for s in log_.segments[:-1] if s.base_offset < end_offset]
         config = log_.config
+        txn_metadata = CleanedTransactionMetadata()
         for group in group_segments_by_size(segments, max_size=config.segment_bytes,
                                             max_index_size=config.segment_index_bytes,
                                             first_uncleanable_offset=first_uncleanable_offset):
-            self._clean_segments(log_, group, offset_map, now_ms=now_ms,
-                                 last_batch_of_producer=last_batch_of_producer, stats=stats)
+            self._clean_segments(log_, group, offset_map, now_ms=now_ms, last_records=last_records,
+                                 txn_metadata=txn_metadata, stats=stats)
         stats.elapsed_s = time.monotonic() - started
         return end_offset, stats
 
@@ -332,6 +340,8 @@ class Cleaner:
         offset_map = self.offset_map
         offset_map.clear()
         offset_map.latest_offset = start - 1
+        txn_metadata = CleanedTransactionMetadata()
+        txn_metadata.add_aborted_transactions(log_.collect_aborted_transactions(start, end))
         segments = log_.segments
         since_yield = 0
         for i, segment in enumerate(segments[:-1]):
@@ -358,7 +368,9 @@ class Cleaner:
                     since_yield = 0
                     time.sleep(0)  # let the event loop thread run
                 entries: list[tuple[bytes, int]] = []
-                if not header.is_control and not header.is_transactional:
+                if header.is_control:
+                    txn_metadata.on_control_batch_read(header, _marker(header, data))
+                elif not txn_metadata.on_batch_read(header):  # an aborted batch shadows nothing
                     base = header.base_offset
                     for _, _, delta, _, key, _ in scan_records(records_section(header, data),
                                                                 header.records_count):
@@ -374,18 +386,27 @@ class Cleaner:
     # --- rewriting a group of segments ------------------------------------------------------
 
     def _clean_segments(self, log_, group: list[LogSegment], offset_map: OffsetMap, *, now_ms: int,
-                        last_batch_of_producer: dict[int, int], stats: CleanerStats) -> None:
+                        last_records: dict[int, tuple[int, int]],
+                        txn_metadata: CleanedTransactionMetadata, stats: CleanerStats) -> None:
         config = log_.config
         first = group[0]
         cleaned = LogSegment.open(log_.dir, first.base_offset, clock=_FixedClock(now_ms),
                                   index_interval_bytes=config.index_interval_bytes,
                                   max_index_size=config.segment_index_bytes,
                                   file_already_exists=False, file_suffix=CLEANED_FILE_SUFFIX)
+        txn_metadata.cleaned_index = cleaned.txn_index
+        segments = log_.segments
         try:
             for segment in group:
+                # Every aborted transaction with data or its marker in the segment, so the
+                # cleaned segment's .txnindex is complete (Kafka collects over the whole segment).
+                later = [s.base_offset for s in segments if s.base_offset > segment.base_offset]
+                upper = later[0] if later else segment.read_next_offset()
+                txn_metadata.add_aborted_transactions(
+                    log_.collect_aborted_transactions(segment.base_offset, upper))
                 self._clean_into(segment, cleaned, offset_map, now_ms=now_ms,
                                  delete_retention_ms=config.delete_retention_ms,
-                                 last_batch_of_producer=last_batch_of_producer, stats=stats)
+                                 last_records=last_records, txn_metadata=txn_metadata, stats=stats)
             cleaned.on_become_inactive()
             cleaned.flush()
             cleaned.set_last_modified_ms(group[-1].last_modified_ms)
@@ -406,8 +427,8 @@ class Cleaner:
             cleaned.delete()
 
     def _clean_into(self, source: LogSegment, dest: LogSegment, offset_map: OffsetMap, *,
-                    now_ms: int, delete_retention_ms: int, last_batch_of_producer: dict[int, int],
-                    stats: CleanerStats) -> None:
+                    now_ms: int, delete_retention_ms: int, last_records: dict[int, tuple[int, int]],
+                    txn_metadata: CleanedTransactionMetadata, stats: CleanerStats) -> None:
         latest = offset_map.latest_offset
         get = offset_map.get
         since_yield = 0
@@ -419,21 +440,48 @@ class Cleaner:
                 since_yield = 0
                 time.sleep(0)
             stats.records_read += header.records_count
-            if header.is_control or header.is_transactional or header.records_count == 0:
+            last_of_producer = _is_last_record_of_producer(header, last_records)
+            if header.is_control:
+                can_discard = txn_metadata.on_control_batch_read(header, _marker(header, data))
+                out = self._filter_control_batch(header, data, can_discard, last_of_producer,
+                                                 now_ms=now_ms,
+                                                 delete_retention_ms=delete_retention_ms,
+                                                 stats=stats)
+            elif txn_metadata.on_batch_read(header):  # aborted: its records go
+                out = empty_batch(header) if last_of_producer else None
+            elif header.records_count == 0:
                 out = bytes(data)
             else:
                 out = self._filter_batch(header, data, latest, get, now_ms=now_ms,
                                          delete_retention_ms=delete_retention_ms,
-                                         last_batch_of_producer=last_batch_of_producer,
-                                         stats=stats)
-                if out is None:
-                    continue
+                                         last_of_producer=last_of_producer, stats=stats)
+            if out is None:
+                continue
             dest.append(largest_offset=header.last_offset, largest_timestamp=_max_ts(out),
                         offset_of_max_timestamp=header.last_offset, records=out)
             stats.bytes_written += len(out)
 
+    def _filter_control_batch(self, header: BatchHeader, data, can_discard: bool,
+                              last_of_producer: bool, *, now_ms: int, delete_retention_ms: int,
+                              stats: CleanerStats) -> bytes | None:
+        """A marker: kept as it is until it may go; then stamped with a delete horizon; dropped
+        by a cleaning past the horizon (emptied instead, if it is its producer's last record)."""
+        if header.records_count == 0:
+            return bytes(data) if last_of_producer else None
+        horizon = header.base_timestamp if header.has_delete_horizon else None
+        if can_discard and horizon is not None and horizon <= now_ms:
+            return empty_batch(header) if last_of_producer else None
+        if not can_discard:
+            return bytes(data)
+        if horizon is None:
+            horizon = now_ms + delete_retention_ms
+            self._note_horizon(stats, horizon)
+            return _rebuild_with_horizon(header, data, {header.base_offset}, horizon)
+        self._note_horizon(stats, horizon)
+        return bytes(data)
+
     def _filter_batch(self, header: BatchHeader, data, latest: int, get, *, now_ms: int,
-                      delete_retention_ms: int, last_batch_of_producer: dict[int, int],
+                      delete_retention_ms: int, last_of_producer: bool,
                       stats: CleanerStats) -> bytes | None:
         body = records_section(header, data)
         scanned = scan_records(body, header.records_count)
@@ -461,9 +509,7 @@ class Cleaner:
                 stats.tombstones_dropped += 1
         stats.records_retained += len(kept)
         if not kept:
-            if header.producer_id >= 0 and last_batch_of_producer.get(header.producer_id) == header.last_offset:
-                return empty_batch(header)
-            return None
+            return empty_batch(header) if last_of_producer else None
         if has_tombstone:
             if horizon is None:
                 horizon = now_ms + delete_retention_ms
@@ -484,6 +530,25 @@ class Cleaner:
     def _note_horizon(stats: CleanerStats, horizon: int) -> None:
         if stats.min_delete_horizon_ms is None or horizon < stats.min_delete_horizon_ms:
             stats.min_delete_horizon_ms = horizon
+
+
+def _marker(header: BatchHeader, data):
+    """The marker of a control batch (None when empty or not a transaction marker)."""
+    return read_end_txn_marker(data) if header.records_count else None
+
+
+def _is_last_record_of_producer(header: BatchHeader, last_records: dict[int, tuple[int, int]]) -> bool:
+    """Whether the batch holds what the producer state of an active producer rests on (Kafka's
+    isBatchLastRecordOfProducer): its last data batch, or, when it has none, its last marker."""
+    if header.producer_id < 0:
+        return False
+    last = last_records.get(header.producer_id)
+    if last is None:
+        return False
+    last_data_offset, epoch = last
+    if last_data_offset >= 0:
+        return header.last_offset == last_data_offset
+    return header.is_control and header.producer_epoch == epoch
 
 
 def _max_ts(batch: bytes) -> int:

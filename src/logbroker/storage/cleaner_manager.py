@@ -10,8 +10,10 @@ Each compacted log (cleanup.policy contains `compact`) is, from its log start of
   the log start, or above the log end (a truncated log is cleaned again from the start).
 - first uncleanable offset: the smallest of the active segment's base offset (the active
   segment is never cleaned), the high watermark (consumers must not see a record vanish that
-  they have not been allowed to read), and, with min.compaction.lag.ms > 0, the base offset of
-  the first dirty segment whose largest timestamp is younger than that lag.
+  they have not been allowed to read), the first unstable offset (an open transaction, or one
+  whose marker is not yet below the high watermark, is not decided for consumers), and, with
+  min.compaction.lag.ms > 0, the base offset of the first dirty segment whose largest timestamp
+  is younger than that lag.
 - dirty ratio = dirty bytes / (clean + dirty bytes), counted in whole segments as Kafka does.
 
 A log is eligible when its dirty ratio exceeds min.cleanable.dirty.ratio (strictly, as Kafka), or
@@ -88,7 +90,10 @@ def log_to_clean(log_, checkpoint: int | None, now_ms: int) -> LogToClean:
     active = segments[-1]
     non_active_dirty = [s for i, s in enumerate(segments[:-1])
                         if segments[i + 1].base_offset > dirty]
+    # Never past the first unstable offset: an open transaction's outcome is not known yet.
     candidates = [active.base_offset, log_.high_watermark]
+    if log_.first_unstable_offset is not None:
+        candidates.append(log_.first_unstable_offset)
     lag_ms = max(log_.config.min_compaction_lag_ms, 0)
     if lag_ms > 0:
         for segment in non_active_dirty:
