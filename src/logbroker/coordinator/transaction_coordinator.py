@@ -52,6 +52,12 @@ S = TransactionState
 COMPLETE_RETRY_S = 0.5
 
 
+def _refused(error: KafkaError) -> KafkaError:
+    """Bad input from a client (a stale epoch, an unknown id, an EndTxn out of order): one line."""
+    log.info("Refused with %s: %s", error.name, error)
+    return error
+
+
 class TransactionCoordinator:
     def __init__(self, *, broker_id: int, config, replica_manager, store, producer_ids,
                  create_topic: Callable[..., object], clock: Clock,
@@ -96,8 +102,8 @@ class TransactionCoordinator:
         if expected and not (md.producer_epoch == NO_PRODUCER_EPOCH or expected_producer_id == md.producer_id
                              or (expected_producer_id == md.last_producer_id
                                  and is_epoch_exhausted(expected_producer_epoch))):
-            raise ProducerFencedError(
-                f"producer id {expected_producer_id} is not the current one of {transactional_id}")
+            raise _refused(ProducerFencedError(
+                f"producer id {expected_producer_id} is not the current one of {transactional_id}"))
         if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE):
             raise ConcurrentTransactionsError(f"{transactional_id} is completing a transaction; retry")
         if md.state == S.ONGOING:
@@ -120,8 +126,8 @@ class TransactionCoordinator:
             elif expected_producer_epoch == md.last_producer_epoch:
                 epoch = md.producer_epoch  # a retry of a call that succeeded: same answer again
             else:
-                raise ProducerFencedError(
-                    f"epoch {expected_producer_epoch} of {transactional_id} is neither the current nor the last one")
+                raise _refused(ProducerFencedError(
+                    f"epoch {expected_producer_epoch} of {transactional_id} is neither the current nor the last one"))
             target = md.prepare_transition(S.EMPTY, now_ms=now, producer_epoch=epoch,
                                            txn_timeout_ms=transaction_timeout_ms)
         await sm.append(md, target)
@@ -133,13 +139,13 @@ class TransactionCoordinator:
     def _checked(self, transactional_id: str, producer_id: int, producer_epoch: int) -> TransactionMetadata:
         md = self.state_manager.get(transactional_id)
         if md is None:
-            raise InvalidProducerIdMappingError(f"transactional id {transactional_id} is not known here")
+            raise _refused(InvalidProducerIdMappingError(f"transactional id {transactional_id} is not known here"))
         if md.producer_id != producer_id:
-            raise InvalidProducerIdMappingError(
-                f"producer id {producer_id} is not the one of {transactional_id} ({md.producer_id})")
+            raise _refused(InvalidProducerIdMappingError(
+                f"producer id {producer_id} is not the one of {transactional_id} ({md.producer_id})"))
         if md.producer_epoch != producer_epoch:
-            raise ProducerFencedError(
-                f"epoch {producer_epoch} of {transactional_id} is not the current one ({md.producer_epoch})")
+            raise _refused(ProducerFencedError(
+                f"epoch {producer_epoch} of {transactional_id} is not the current one ({md.producer_epoch})"))
         return md
 
     async def add_partitions(self, *, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -151,7 +157,7 @@ class TransactionCoordinator:
         if md.state == S.ONGOING and partitions <= md.partitions:
             return
         if md.state not in (S.EMPTY, S.ONGOING, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
-            raise InvalidTxnStateError(f"{transactional_id} is {md.state.kafka_name}")
+            raise _refused(InvalidTxnStateError(f"{transactional_id} is {md.state.kafka_name}"))
         now = self._now()
         start = md.txn_start_timestamp_ms if md.state == S.ONGOING else now
         target = md.prepare_transition(S.ONGOING, now_ms=now, partitions=md.partitions | partitions,
@@ -186,10 +192,11 @@ class TransactionCoordinator:
                               commit: bool, from_client: bool = True) -> None:
         md = self.state_manager.get(transactional_id)
         if md is None or md.producer_id != producer_id:
-            raise InvalidProducerIdMappingError(f"producer id {producer_id} is not the one of {transactional_id}")
+            raise _refused(InvalidProducerIdMappingError(
+                f"producer id {producer_id} is not the one of {transactional_id}"))
         if (from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
-            raise ProducerFencedError(
-                f"epoch {producer_epoch} of {transactional_id} is not the current one ({md.producer_epoch})")
+            raise _refused(ProducerFencedError(
+                f"epoch {producer_epoch} of {transactional_id} is not the current one ({md.producer_epoch})"))
         if md.pending_state is not None and md.pending_state != S.PREPARE_EPOCH_FENCE:
             raise ConcurrentTransactionsError(f"{transactional_id} is completing a transaction; retry")
         what = "commit" if commit else "abort"
@@ -200,11 +207,11 @@ class TransactionCoordinator:
         elif md.state == (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT):
             raise ConcurrentTransactionsError(f"{transactional_id} is completing its {what}; retry")
         else:
-            log.info("Refused EndTxn(%s) of %s: the transaction is %s", what, transactional_id, md.state.kafka_name)
-            raise InvalidTxnStateError(f"cannot {what}: the transaction of {transactional_id} is {md.state.kafka_name}")
+            raise _refused(InvalidTxnStateError(
+                f"cannot {what}: the transaction of {transactional_id} is {md.state.kafka_name}"))
         target = md.prepare_transition(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, now_ms=self._now())
         await self.state_manager.append(md, target)
-        log.info("%s the transaction of %s (producer id %d, epoch %d) on %d partition(s)",
+        log.debug("%s the transaction of %s (producer id %d, epoch %d) on %d partition(s)",
                  "Committing" if commit else "Aborting", transactional_id, md.producer_id, md.producer_epoch,
                  len(md.partitions))
         self._spawn(self._complete(md))
@@ -251,7 +258,7 @@ class TransactionCoordinator:
             except KafkaError as exc:
                 log.info("Stopped completing %s: %s", md.transactional_id, exc)
                 return
-            log.info("Completed the %s of %s (producer id %d, epoch %d)", "commit" if commit else "abort",
+            log.debug("Completed the %s of %s (producer id %d, epoch %d)", "commit" if commit else "abort",
                      md.transactional_id, md.producer_id, md.producer_epoch)
             return
 
