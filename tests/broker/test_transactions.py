@@ -220,3 +220,25 @@ def test_transaction_open_at_kill_9_is_aborted_on_timeout_after_restart(logbroke
     after.commit_transaction(TIMEOUT_S)
     values = [v for _, _, v in _read_all(broker.bootstrap, "txn-crash", isolation="read_committed", expect=2)]
     assert values == [b"committed-before", b"committed-after"]
+
+
+def test_offsets_committed_in_a_transaction_survive_kill_9(logbroker_process):
+    broker = logbroker_process
+    create_topic(broker.bootstrap, "txn-offsets-crash", 1)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-offsets-crash",
+                         "enable.auto.commit": False})
+    producer = _producer(broker.bootstrap, "txn-offsets-crash")
+    for offset in (11, 12):
+        producer.begin_transaction()
+        producer.produce("txn-offsets-crash", value=b"x")
+        producer.send_offsets_to_transaction([CTP("txn-offsets-crash", 0, offset)],
+                                             consumer.consumer_group_metadata(), TIMEOUT_S)
+        producer.commit_transaction(TIMEOUT_S)
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction([CTP("txn-offsets-crash", 0, 99)], consumer.consumer_group_metadata(),
+                                         TIMEOUT_S)
+    producer.abort_transaction(TIMEOUT_S)
+    consumer.close()
+    broker.kill()
+    broker.start()
+    assert _committed(broker.bootstrap, "g-offsets-crash", "txn-offsets-crash") == [12]
