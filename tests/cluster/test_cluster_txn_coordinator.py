@@ -123,14 +123,16 @@ def test_coordinator_killed_mid_transaction_loses_no_commit_and_exposes_no_abort
 def test_partition_leader_killed_mid_transaction(logbroker_cluster):
     cluster = logbroker_cluster
     cluster.create_topic("ctl", partitions=1, replication_factor=3, config=TOPIC_CONFIG)
-    producer = transactional_producer(cluster.bootstrap, "ctl-id")
+    leader = cluster.leader("ctl", 0)
+    transactional_producer(cluster.bootstrap, "ctl-setup")  # creates __transaction_state
+    for p in range(3):
+        cluster.wait_for_isr("__transaction_state", p)
+    txn_id = next(t for t in (f"ctl-{i}" for i in range(100)) if coordinator_of(cluster, t) != leader)
+    producer = transactional_producer(cluster.bootstrap, txn_id)
     producer.begin_transaction()
     for i in range(20):
         producer.produce("ctl", value=f"v{i}".encode())
     producer.flush(60)
-    leader = cluster.leader("ctl", 0)
-    if leader == coordinator_of(cluster, "ctl-id"):
-        pytest.skip("the partition leader is also the coordinator here; the other test covers that")
     cluster.kill(leader)
     cluster.wait_for_leader("ctl", 0, not_in={leader})
     producer.commit_transaction(60)
