@@ -138,3 +138,46 @@ def test_partition_leader_killed_mid_transaction(logbroker_cluster):
     producer.commit_transaction(60)
     survivors = ",".join(b.bootstrap for b in cluster.brokers.values() if b.running)
     assert sorted(read_committed(survivors, "ctl", 1, expect=20)) == sorted(f"v{i}".encode() for i in range(20))
+
+
+@pytest.mark.logbroker_cluster(**TXN_CLUSTER)
+def test_leader_verifies_with_a_remote_coordinator_before_the_first_transactional_batch(logbroker_cluster):
+    from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+    from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
+    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+    from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+    from raw_requests import send
+
+    from logbroker.records.builder import build_batch
+    import datetime
+
+    cluster = logbroker_cluster
+    cluster.create_topic("ctv", partitions=1, replication_factor=3, config=TOPIC_CONFIG)
+    leader = cluster.leader("ctv", 0)
+    anyone = cluster.brokers[leader]
+    send(anyone, FindCoordinatorRequest(key="ctv-setup", key_type=1))  # creates __transaction_state
+    for p in range(3):
+        cluster.wait_for_isr("__transaction_state", p)
+    txn_id = next(t for t in (f"ctv-{i}" for i in range(100)) if coordinator_of(cluster, t) != leader)
+    coordinator = cluster.brokers[coordinator_of(cluster, txn_id)]
+    init = send(coordinator, InitProducerIdRequest(transactional_id=txn_id,
+                                                   transaction_timeout=datetime.timedelta(seconds=60),
+                                                   producer_id=-1, producer_epoch=-1))
+    assert init.error_code == 0
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    def produce(sequence: int) -> int:
+        batch = build_batch([(None, b"v")], producer_id=pid, producer_epoch=epoch, base_sequence=sequence,
+                            transactional=True)
+        response = send(cluster.brokers[leader], ProduceRequest(
+            transactional_id=txn_id, acks=-1, timeout=datetime.timedelta(seconds=10),
+            topic_data=(TopicProduceData(name="ctv", partition_data=(
+                PartitionProduceData(index=0, records=batch),)),)))
+        return int(response.responses[0].partition_responses[0].error_code)
+
+    assert produce(0) == 48  # INVALID_TXN_STATE: the coordinator (another broker) says it is not added
+    added = send(coordinator, AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=(AddPartitionsToTxnTopic(name="ctv", partitions=(0,)),)))
+    assert int(added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code) == 0
+    assert produce(0) == 0
