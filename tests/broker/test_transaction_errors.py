@@ -247,3 +247,26 @@ def test_offsets_of_a_transaction_open_at_kill_9_stay_pending_then_abort(logbrok
         assert fetch(raw, True) == (NONE, -1)  # aborted on timeout: never committed
         [state] = raw.request(65, 0, transactional_ids=["t-crash-offsets"]).transaction_states
         assert state.transaction_state == "CompleteAbort"
+
+
+def test_exhausted_epoch_gets_a_new_producer_id(logbroker_process):
+    from logbroker.coordinator.transaction_log import (
+        TRANSACTION_STATE_TOPIC,
+        TransactionLogValue,
+        encode_key,
+        encode_value,
+        partition_for,
+    )
+    broker = logbroker_process
+    with RawClient(broker.bootstrap) as raw:
+        find(raw, "t-exhausted")
+        pid, _ = init(raw, "t-exhausted")
+        # What 32766 InitProducerIds would have left behind, written as the coordinator writes it.
+        record = encode_value(TransactionLogValue(pid, 32766, 60_000, 0, (), 1, -1))
+        assert raw.produce(TRANSACTION_STATE_TOPIC, partition_for("t-exhausted", 50),
+                           build_batch([(encode_key("t-exhausted"), record)])).error_code == NONE
+    broker.kill()
+    broker.start()
+    with RawClient(broker.bootstrap) as raw:
+        new_pid, epoch = init(raw, "t-exhausted")
+        assert new_pid != pid and epoch == 0
