@@ -35,3 +35,18 @@ def test_transactional_producer_needs_write_on_its_transactional_id(acl_broker):
     with pytest.raises(confluent_kafka.KafkaException) as raised:
         bob.init_transactions(30)
     assert raised.value.args[0].code() == confluent_kafka.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def test_transactions_cli_with_a_command_config(acl_broker, tmp_path):
+    import subprocess
+    import sys
+    config = tmp_path / "admin.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                      'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
+                      'username="admin" password="admin-secret";\n')
+    listed = subprocess.run([sys.executable, "-m", "logbroker.cli", "transactions", "--bootstrap-server",
+                             acl_broker.bootstrap, "--command-config", str(config), "list"],
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    header = [cell.strip() for cell in listed.stdout.splitlines()[0].split("\t")[:4]]
+    assert header == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]

@@ -16,7 +16,9 @@ the given broker (DescribeProducers). `abort` writes an ABORT marker through the
 leader's WriteTxnMarkers, as Kafka's Admin.abortTransaction does; with --start-offset the
 producer is the one whose open transaction starts there. `find-hanging` lists open transactions
 (DescribeProducers) older than the maximum timeout whose coordinator no longer has their partition
-in an ongoing transaction. Errors are one line on stderr, exit code 1. PLAINTEXT listeners only.
+in an ongoing transaction. Errors are one line on stderr, exit code 1. `--command-config` takes the
+admin client's security properties: security.protocol, sasl.mechanism with sasl.jaas.config (or
+sasl.username / sasl.password), ssl.ca.location (or ssl.truststore.location as a PEM file).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import time
 
 import click
 
-from logbroker.cli.common import bootstrap_option, fail
+from logbroker.cli.common import bootstrap_option, fail, load_properties_file
 from logbroker.errors import error_name
 
 LIST_HEADERS = ("TransactionalId", "Coordinator", "ProducerId", "TransactionState")
@@ -49,10 +51,12 @@ def pretty_table(headers, rows) -> str:
 class TxnAdmin:
     """The few requests the tool needs, over logbroker.client connections (asyncio)."""
 
-    def __init__(self, bootstrap: str) -> None:
-        from logbroker.client import KafkaConnection
+    def __init__(self, bootstrap: str, security=None) -> None:
+        from logbroker.client import PLAINTEXT, KafkaConnection
         host, port = bootstrap.split(",")[0].strip().rsplit(":", 1)
-        self._bootstrap = KafkaConnection(host, int(port), client_id="logbroker-transactions", timeout_s=10)
+        self._security = security or PLAINTEXT
+        self._bootstrap = KafkaConnection(host, int(port), client_id="logbroker-transactions", timeout_s=10,
+                                          security=self._security)
         self._connections = {}
         self.brokers: dict[int, tuple[str, int]] = {}
         self.partitions: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
@@ -77,7 +81,7 @@ class TxnAdmin:
                 fail(f"Broker {broker_id} is not in the cluster's metadata.")
             host, port = self.brokers[broker_id]
             self._connections[broker_id] = KafkaConnection(host, port, client_id="logbroker-transactions",
-                                                           timeout_s=10)
+                                                           timeout_s=10, security=self._security)
         return self._connections[broker_id]
 
     async def list_transactions(self, broker_id: int, producer_ids=()) -> list:
@@ -180,9 +184,30 @@ def decode_describe_transactions(frame: bytes) -> list[dict]:
     return states
 
 
-def _run(bootstrap: str, work):
+def client_security(props: dict[str, str]):
+    """The ClientSecurity of an admin client's properties (--command-config)."""
+    from logbroker.client import ClientSecurity
+    protocol = props.get("security.protocol", "PLAINTEXT").upper()
+    context = None
+    if protocol in ("SSL", "SASL_SSL"):
+        import ssl
+        context = ssl.create_default_context(cafile=props.get("ssl.ca.location")
+                                             or props.get("ssl.truststore.location"))
+    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return ClientSecurity(protocol, context)
+    username, password = props.get("sasl.username", ""), props.get("sasl.password", "")
+    if "sasl.jaas.config" in props:
+        from logbroker.security.jaas import parse_jaas
+        options = parse_jaas(props["sasl.jaas.config"])[2]
+        username, password = options.get("username", username), options.get("password", password)
+    return ClientSecurity(protocol, context, props.get("sasl.mechanism", "GSSAPI").upper(), username, password)
+
+
+def _run(target: tuple[str, dict[str, str]], work):
+    bootstrap, props = target
+
     async def main():
-        admin = TxnAdmin(bootstrap)
+        admin = TxnAdmin(bootstrap, client_security(props))
         try:
             return await work(admin)
         except OSError as exc:
@@ -199,16 +224,18 @@ def _run(bootstrap: str, work):
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @bootstrap_option
+@click.option("--command-config", type=click.Path(dir_okay=False),
+              help="A properties file of admin client configs (security).")
 @click.pass_context
-def transactions(ctx: click.Context, bootstrap_server: str) -> None:
+def transactions(ctx: click.Context, bootstrap_server: str, command_config: str | None) -> None:
     """Analyze the transactional state of producers in the cluster; detect and recover from
     hanging transactions (kafka-transactions.sh)."""
-    ctx.obj = bootstrap_server
+    ctx.obj = (bootstrap_server, load_properties_file(command_config, "--command-config"))
 
 
 @transactions.command("list")
 @click.pass_obj
-def list_(bootstrap: str) -> None:
+def list_(target: tuple) -> None:
     """List transactions."""
     async def work(admin: TxnAdmin) -> list:
         await admin.metadata([])
@@ -217,19 +244,19 @@ def list_(bootstrap: str) -> None:
             for t in await admin.list_transactions(broker_id):
                 rows.append((t.transactional_id, str(broker_id), str(t.producer_id), t.transaction_state))
         return rows
-    click.echo(pretty_table(LIST_HEADERS, _run(bootstrap, work)))
+    click.echo(pretty_table(LIST_HEADERS, _run(target, work)))
 
 
 @transactions.command("describe")
 @click.option("--transactional-id", required=True, help="transactional id")
 @click.pass_obj
-def describe(bootstrap: str, transactional_id: str) -> None:
+def describe(target: tuple, transactional_id: str) -> None:
     """Describe the state of an active transactional-id."""
     async def work(admin: TxnAdmin):
         await admin.metadata([])
         coordinator = await admin.coordinator(transactional_id)
         return coordinator, await admin.describe_transaction(coordinator, transactional_id)
-    coordinator, state = _run(bootstrap, work)
+    coordinator, state = _run(target, work)
     if state["error_code"]:
         fail(f"Failed to describe transaction state of transactional-id `{transactional_id}`: "
              f"{error_name(state['error_code'])}.")
@@ -246,13 +273,13 @@ def describe(bootstrap: str, transactional_id: str) -> None:
 @click.option("--topic", required=True, help="topic name")
 @click.option("--partition", type=int, required=True, help="partition number")
 @click.pass_obj
-def describe_producers(bootstrap: str, broker_id: int | None, topic: str, partition: int) -> None:
+def describe_producers(target: tuple, broker_id: int | None, topic: str, partition: int) -> None:
     """Describe the states of active producers for a topic partition."""
     async def work(admin: TxnAdmin):
         await admin.metadata([topic])
         target = broker_id if broker_id is not None else _leader(admin, topic, partition)
         return await admin.describe_producers(target, topic, partition)
-    code, producers = _run(bootstrap, work)
+    code, producers = _run(target, work)
     if code:
         where = f"broker {broker_id}" if broker_id is not None else "leader"
         fail(f"Failed to describe producers for partition {topic}-{partition} on {where}: {error_name(code)}.")
@@ -279,7 +306,7 @@ def _leader(admin: TxnAdmin, topic: str, partition: int) -> int:
 @click.option("--producer-epoch", type=int, help="producer epoch")
 @click.option("--coordinator-epoch", type=int, help="coordinator epoch")
 @click.pass_obj
-def abort(bootstrap: str, topic: str, partition: int, start_offset: int | None, producer_id: int | None,
+def abort(target: tuple, topic: str, partition: int, start_offset: int | None, producer_id: int | None,
           producer_epoch: int | None, coordinator_epoch: int | None) -> None:
     """Abort a hanging transaction (requires administrative privileges)."""
     if start_offset is None and producer_id is None:
@@ -305,7 +332,7 @@ def abort(bootstrap: str, topic: str, partition: int, start_offset: int | None, 
                      f"{topic}-{partition}")
             spec = (found.producer_id, found.producer_epoch, max(found.coordinator_epoch, 0))
         return await admin.abort(leader, topic, partition, *spec), spec
-    code, spec = _run(bootstrap, work)
+    code, spec = _run(target, work)
     if code:
         fail(f"Failed to abort transaction of producer id {spec[0]} (epoch {spec[1]}) on {topic}-{partition}: "
              f"{error_name(code)}.")
@@ -318,7 +345,7 @@ def abort(bootstrap: str, topic: str, partition: int, start_offset: int | None, 
 @click.option("--topic", help="topic name to limit search to")
 @click.option("--partition", type=int, help="partition number")
 @click.pass_obj
-def find_hanging(bootstrap: str, broker_id: int | None, max_transaction_timeout: int, topic: str | None,
+def find_hanging(target: tuple, broker_id: int | None, max_transaction_timeout: int, topic: str | None,
                  partition: int | None) -> None:
     """Find hanging transactions."""
     if topic is None and broker_id is None:
@@ -358,5 +385,5 @@ def find_hanging(bootstrap: str, broker_id: int | None, max_transaction_timeout:
         return hanging
     rows = [(t, str(p), str(s.producer_id), str(s.producer_epoch), str(s.coordinator_epoch),
              str(s.current_txn_start_offset), str(s.last_timestamp), str((now - s.last_timestamp) // 60_000))
-            for (t, p), s, now in _run(bootstrap, work)]
+            for (t, p), s, now in _run(target, work)]
     click.echo(pretty_table(HANGING_HEADERS, rows))
