@@ -91,6 +91,12 @@ def test_unknown_transactional_id_and_wrong_producer_id(logbroker):
         assert [(d.transactional_id, d.error_code, d.transaction_state, d.producer_id) for d in described] == [
             ("t-unknown", NONE, "Ongoing", pid), ("t-missing", TRANSACTIONAL_ID_NOT_FOUND, "", -1)]
         assert [(t.topic, t.partitions) for t in described[0].topics] == [("errs-1", (0,))]
+
+        def listed(duration_ms: int) -> list[str]:
+            r = raw.request(66, 1, state_filters=["Ongoing"], producer_id_filters=[], duration_filter=duration_ms)
+            return [t.transactional_id for t in r.transaction_states]
+        assert listed(-1) == ["t-unknown"]
+        assert listed(3_600_000) == []  # running for less than an hour
         too_long = raw.request(22, 4, transactional_id="t-unknown", transaction_timeout=900_001,
                                producer_id=-1, producer_epoch=-1)
         assert too_long.error_code == INVALID_TRANSACTION_TIMEOUT
