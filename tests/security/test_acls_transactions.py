@@ -1,15 +1,21 @@
-"""Transactions under ACLs: the TransactionalId resource (WRITE, which implies DESCRIBE) guards
-FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and TxnOffsetCommit,
-as Kafka's KafkaApis checks them."""
+"""Authorization of the transaction storage APIs, as Kafka's KafkaApis: WriteTxnMarkers needs
+CLUSTER_ACTION on the cluster (inter-broker), DescribeProducers DESCRIBE on the topic."""
 
 from __future__ import annotations
 
-import confluent_kafka
-import pytest
-from acl_helpers import SASL_OVERRIDES, allow, create_acls, end_offset, forget_admins, new_topic, sasl
-from confluent_kafka.admin import AclOperation, ResourceType
+import asyncio
 
+import pytest
+from acl_helpers import PASSWORDS, SASL_OVERRIDES, allow, create_acls, forget_admins, new_topic
+from confluent_kafka.admin import AclOperation
+from kio.index import load_request_schema
+
+from logbroker.client import ClientSecurity, KafkaConnection
+from logbroker.server.responses import build
 from logbroker.testing import BrokerProcess
+
+CLUSTER_AUTHORIZATION_FAILED = 31
+TOPIC_AUTHORIZATION_FAILED = 29
 
 
 @pytest.fixture(scope="module")
@@ -19,34 +25,39 @@ def acl_broker(tmp_path_factory):
         forget_admins()
 
 
-def test_transactional_producer_needs_write_on_its_transactional_id(acl_broker):
-    topic = new_topic(acl_broker, "txn-acl-")
-    create_acls(acl_broker, allow("User:alice", AclOperation.WRITE, topic),
-                allow("User:bob", AclOperation.WRITE, topic),
-                allow("User:alice", AclOperation.WRITE, "alice-txn", resource=ResourceType.TRANSACTIONAL_ID))
-    alice = confluent_kafka.Producer({**sasl(acl_broker, "alice"), "transactional.id": "alice-txn"})
-    alice.init_transactions(30)
-    alice.begin_transaction()
-    alice.produce(topic, b"by-alice")
-    alice.commit_transaction(30)
-    assert end_offset(acl_broker, topic) == 2  # the record and its COMMIT marker
+def request(broker, user: str, api_key: int, version: int, **fields):
+    security = ClientSecurity("SASL_PLAINTEXT", sasl_mechanism="PLAIN", username=user,
+                              password=PASSWORDS[user])
 
-    bob = confluent_kafka.Producer({**sasl(acl_broker, "bob"), "transactional.id": "alice-txn"})
-    with pytest.raises(confluent_kafka.KafkaException) as raised:
-        bob.init_transactions(30)
-    assert raised.value.args[0].code() == confluent_kafka.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    async def round_trip():
+        connection = KafkaConnection(broker.host, broker.port, security=security)
+        try:
+            return await connection.request(build(load_request_schema(api_key, version), fields))
+        finally:
+            await connection.close()
+    return asyncio.run(round_trip())
 
 
-def test_transactions_cli_with_a_command_config(acl_broker, tmp_path):
-    import subprocess
-    import sys
-    config = tmp_path / "admin.properties"
-    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
-                      'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
-                      'username="admin" password="admin-secret";\n')
-    listed = subprocess.run([sys.executable, "-m", "logbroker.cli", "transactions", "--bootstrap-server",
-                             acl_broker.bootstrap, "--command-config", str(config), "list"],
-                            capture_output=True, text=True, timeout=60)
-    assert listed.returncode == 0, listed.stderr
-    header = [cell.strip() for cell in listed.stdout.splitlines()[0].split("\t")[:4]]
-    assert header == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+def marker_code(broker, user: str, topic: str) -> int:
+    response = request(broker, user, 27, 1, markers=[{
+        "producer_id": 5, "producer_epoch": 0, "transaction_result": True, "coordinator_epoch": 0,
+        "topics": [{"name": topic, "partition_indexes": [0]}]}])
+    return int(response.markers[0].topics[0].partitions[0].error_code)
+
+
+def describe_code(broker, user: str, topic: str) -> int:
+    response = request(broker, user, 61, 0, topics=[{"name": topic, "partition_indexes": [0]}])
+    return int(response.topics[0].partitions[0].error_code)
+
+
+def test_write_txn_markers_needs_cluster_action(acl_broker):
+    topic = new_topic(acl_broker)
+    assert marker_code(acl_broker, "alice", topic) == CLUSTER_AUTHORIZATION_FAILED
+    assert marker_code(acl_broker, "admin", topic) == 0  # the super user, as a broker would be
+
+
+def test_describe_producers_needs_describe_on_the_topic(acl_broker):
+    topic = new_topic(acl_broker)
+    assert describe_code(acl_broker, "bob", topic) == TOPIC_AUTHORIZATION_FAILED
+    create_acls(acl_broker, allow("User:bob", AclOperation.DESCRIBE, topic))
+    assert describe_code(acl_broker, "bob", topic) == 0

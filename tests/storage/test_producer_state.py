@@ -600,3 +600,45 @@ def test_random_sends_and_retries_match_the_reference_model(
                 assert list(again.batch_metadata)[-len(kept):] == kept
             assert encode_snapshot(sorted(rebuilt.active_producers.values(), key=by_pid)) == \
                 encode_snapshot(sorted(log.psm.active_producers.values(), key=by_pid))
+
+
+# --- transactions -----------------------------------------------------------------------------
+
+from logbroker.records.control import ABORT, COMMIT, EndTransactionMarker  # noqa: E402
+from logbroker.storage.producer_state import CompletedTxn  # noqa: E402
+
+TXN = TRANSACTIONAL_FLAG_MASK
+MARKER = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
+
+
+def test_first_unstable_offset_follows_ongoing_then_unreplicated_txns(tmp_path):
+    psm = ProducerStateManager(tmp_path, clock=ManualClock(T0))
+    psm.update(header(pid=1, attributes=TXN), 0)
+    psm.update(header(pid=2, attributes=TXN), 1)
+    assert psm.first_unstable_offset() == 0 and psm.first_undecided_offset() == 0
+    completed = psm.update(header(pid=1, attributes=MARKER, seq=-1), 2, EndTransactionMarker(ABORT, 0))
+    assert completed == CompletedTxn(1, 0, 2, True)
+    assert psm.last_stable_offset(completed) == 1  # pid 2's transaction is still open
+    psm.complete_txn(completed)
+    assert psm.first_unstable_offset() == 0 and psm.first_undecided_offset() == 1
+    psm.on_high_watermark_updated(2)  # the marker is not below the high watermark yet
+    assert psm.first_unstable_offset() == 0
+    psm.on_high_watermark_updated(3)
+    assert psm.first_unstable_offset() == 1
+
+
+def test_marker_without_transaction_data_completes_nothing(tmp_path):
+    psm = ProducerStateManager(tmp_path, clock=ManualClock(T0))
+    assert psm.update(header(pid=1, attributes=MARKER, seq=-1), 0, EndTransactionMarker(COMMIT, 3)) is None
+    assert psm.last_entry(1).coordinator_epoch == 3
+    assert psm.first_unstable_offset() is None
+
+
+def test_open_transaction_comes_back_from_a_snapshot(tmp_path):
+    psm = ProducerStateManager(tmp_path, clock=ManualClock(T0))
+    psm.update(header(pid=1, attributes=TXN, count=2), 5)
+    psm.take_snapshot(7)
+    again = ProducerStateManager(tmp_path, clock=ManualClock(T0))
+    assert again.load(0, 7) == 7
+    assert again.first_unstable_offset() == 5
+    assert again.last_entry(1).current_txn_first_offset == 5

@@ -111,6 +111,9 @@ class ReplicaManager:
         # Called as listener(tp, producer_id, commit) after this broker, as leader, appended a
         # transaction marker to tp (the group coordinator's transactional offset commits).
         self._txn_marker_listeners: list[Callable[[TopicPartition, int, bool], None]] = []
+        # Whether the cluster has `tp` at all (hosted here or not), from the metadata store; set
+        # by the broker. Tells NOT_LEADER_OR_FOLLOWER from UNKNOWN_TOPIC_OR_PARTITION for markers.
+        self.partition_exists: Callable[[TopicPartition], bool] = lambda tp: False
 
     # -- leadership -------------------------------------------------------------------------
     def become_leader(self, tp: TopicPartition, state: PartitionState, replicas: tuple[int, ...], *,
@@ -250,9 +253,13 @@ class ReplicaManager:
         partition None or the error: NotLeaderOrFollowerError, UnknownTopicOrPartitionError,
         InvalidProducerEpochError, TransactionCoordinatorFencedError, RequestTimedOutError, …"""
         now_ms = self.clock.time_ms()
+        errors: dict[TopicPartition, KafkaError | None] = {
+            tp: NotLeaderOrFollowerError(f"This broker does not host {tp}") for tp in partitions
+            if tp not in self.partitions and self.partition_exists(tp)}
         entries = {tp: build_end_txn_marker_batch(
             commit=commit, producer_id=producer_id, producer_epoch=producer_epoch,
-            coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms) for tp in partitions}
+            coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms)
+            for tp in partitions if tp not in errors}
 
         def appended(tp: TopicPartition) -> None:
             for listener in self._txn_marker_listeners:
@@ -264,7 +271,8 @@ class ReplicaManager:
         results = await self.append_records(timeout_ms=timeout_ms, required_acks=-1,
                                             entries=entries, is_from_client=False,
                                             on_appended=appended)
-        return {tp: results[tp].error for tp in partitions}
+        errors.update((tp, result.error) for tp, result in results.items())
+        return {tp: errors[tp] for tp in partitions}
 
     def _flush_in_background(self, log_, now_ms: int) -> None:
         """fsync a rolled segment off the event loop without holding any produce answer for it,

@@ -118,6 +118,10 @@ class Broker:
         info = self.store.topic(topic) if isinstance(topic, str) else topic
         return self.default_log_config.with_overrides(info.configs if info else {})
 
+    def _partition_exists(self, tp: TopicPartition) -> bool:
+        info = self.store.topic(tp.topic)
+        return info is not None and tp.partition in info.assignment
+
     # -- lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
         self.authorizer = create_authorizer(self.config)
@@ -138,6 +142,7 @@ class Broker:
         self.log_manager.startup({name: self.topic_log_config(info) for name, info in topics.items()})
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)
+        self.replica_manager.partition_exists = self._partition_exists
         if self.zk is None:
             self.controller = Controller(self.store, live_brokers=[self.broker_id])
             self._adopt_orphan_logs()

@@ -18,9 +18,9 @@ Each compacted log (cleanup.policy contains `compact`) is, from its log start of
 
 A log is eligible when its dirty ratio exceeds min.cleanable.dirty.ratio (strictly, as Kafka), or
 when the first batch of its oldest dirty segment is older than max.compaction.lag.ms and it has
-dirty bytes, or when a delete horizon that an earlier cleaning set on tombstones has passed (so
-tombstones go after delete.retention.ms even when no new data arrives; Kafka waits for the
-ratio). The eligible log with the highest ratio is cleaned first (`Cleaner.clean`); its
+dirty bytes, or when a delete horizon that an earlier cleaning set on tombstones or transaction
+markers has passed (so they go after delete.retention.ms even when no new data arrives; Kafka
+waits for the ratio). The eligible log with the highest ratio is cleaned first (`Cleaner.clean`); its
 checkpoint moves to where the cleaning ended, only after every segment swap is done.
 
 A log whose cleaning fails (corrupt batch, I/O error) is marked uncleanable and skipped until

@@ -65,6 +65,7 @@ from logbroker.storage.log_segment import LogSegment
 from logbroker.storage.log_validator import iter_replicated_batches, validate_batch
 from logbroker.storage.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    CompletedTxn,
     ProducerStateManager,
     flush_snapshot,
 )
@@ -439,14 +440,13 @@ class Log:
             try:
                 for position, header in batches:
                     size = header.size_in_bytes
+                    batch = view[position:position + size]
                     segment = self._maybe_roll(size, header.max_timestamp, header.last_offset,
                                                now_ms, roll_offset=header.base_offset)
                     segment.append(largest_offset=header.last_offset,
                                    largest_timestamp=header.max_timestamp,
-                                   offset_of_max_timestamp=header.last_offset,
-                                   records=view[position:position + size])
+                                   offset_of_max_timestamp=header.last_offset, records=batch)
                     self._log_end_offset = header.next_offset
-                    batch = view[position:position + size]
                     marker = read_end_txn_marker(batch) if header.is_control else None
                     completed = self._producer_state.load_from_batch(header, marker=marker)
                     if completed is not None:
@@ -468,7 +468,7 @@ class Log:
                 log_append_time_ms=-1, log_start_offset=self._log_start_offset,
                 record_count=records, valid_bytes=valid_bytes)
 
-    def _complete_txn(self, segment: LogSegment, completed) -> None:
+    def _complete_txn(self, segment: LogSegment, completed: CompletedTxn) -> None:
         try:
             complete_txn(self._producer_state, segment, completed)
         except OSError as e:

@@ -321,6 +321,8 @@ class ProducerStateManager:
         # first offset → transaction; few at a time (one per producer at most), so min() will do.
         self._ongoing_txns: dict[int, TxnMetadata] = {}
         self._unreplicated_txns: dict[int, TxnMetadata] = {}
+        self._first_unstable: int | None = None
+        self._first_unstable_stale = False  # set by every change to the two dicts
         self._remove_tmp_snapshots()
         self._snapshots = self._list_snapshots()
 
@@ -355,8 +357,11 @@ class ProducerStateManager:
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest transaction that is undecided, or decided but whose
         marker the high watermark has not yet passed; None when there is none."""
-        firsts = [*self._ongoing_txns, *self._unreplicated_txns]
-        return min(firsts) if firsts else None
+        if self._first_unstable_stale:
+            firsts = [*self._ongoing_txns, *self._unreplicated_txns]
+            self._first_unstable = min(firsts) if firsts else None
+            self._first_unstable_stale = False
+        return self._first_unstable
 
     def first_undecided_offset(self) -> int | None:
         """The first offset of the oldest transaction without a marker yet, or None."""
@@ -374,6 +379,7 @@ class ProducerStateManager:
         if self._unreplicated_txns:
             for first in [f for f, t in self._unreplicated_txns.items() if t.last_offset < offset]:
                 del self._unreplicated_txns[first]
+                self._first_unstable_stale = True
 
     def last_stable_offset(self, completed: CompletedTxn) -> int:
         """The LSO to store with `completed` in the .txnindex (Kafka's lastStableOffset): the
@@ -391,6 +397,7 @@ class ProducerStateManager:
             return
         txn.last_offset = completed.last_offset
         self._unreplicated_txns[completed.first_offset] = txn
+        self._first_unstable_stale = True
 
     # -- the leader: validate, then update
 
@@ -505,6 +512,7 @@ class ProducerStateManager:
         if header.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = base_offset
             self._ongoing_txns[base_offset] = TxnMetadata(producer_id, base_offset)
+            self._first_unstable_stale = True
         return None
 
     def update_map_end_offset(self, offset: int) -> None:
@@ -641,6 +649,7 @@ class ProducerStateManager:
         self._producers.clear()
         self._ongoing_txns.clear()
         self._unreplicated_txns.clear()
+        self._first_unstable_stale = True
 
     def _delete_snapshots_out_of_range(self, log_start_offset: int, log_end_offset: int) -> None:
         for offset in list(self._snapshots):
@@ -664,6 +673,7 @@ class ProducerStateManager:
                     first = entry.current_txn_first_offset
                     if first >= 0:
                         self._ongoing_txns[first] = TxnMetadata(entry.producer_id, first)
+                        self._first_unstable_stale = True
             self._last_snap_offset = self._map_end_offset = offset
             return
         self._last_snap_offset = self._map_end_offset = log_start_offset

@@ -66,9 +66,9 @@ async def _respond_later(request, names, pending, denied):
 
 
 def _aborted(result, committed: bool):
-    """read_committed: the range's aborted transactions (an empty array when none, or on an
-    error); read_uncommitted: a null array, as Kafka."""
-    if not committed:
+    """read_committed: the range's aborted transactions (an empty array when none); a null
+    array under read_uncommitted and with an error, as Kafka."""
+    if not committed or result.error is not None:
         return None
     return result.aborted_transactions or []
 

@@ -15,7 +15,6 @@ import asyncio
 
 from logbroker.errors import ClusterAuthorizationFailedError, KafkaError
 from logbroker.security.acl import AclOperation
-from logbroker.server.apis.offset_for_leader_epoch import hosted_partition
 from logbroker.server.authorization import cluster_allowed
 from logbroker.types import TopicPartition
 
@@ -29,26 +28,13 @@ async def handle(broker, request) -> dict:
         code = ClusterAuthorizationFailedError.code
         return {"markers": [_result(m, lambda tp: code) for m in markers]}
     timeout_ms = getattr(broker.config, "request_timeout_ms", None) or DEFAULT_TIMEOUT_MS
-    outcomes = await asyncio.gather(*(_write(broker, m, timeout_ms) for m in markers))
+    outcomes = await asyncio.gather(*(broker.replica_manager.write_txn_markers(
+        producer_id=m.producer_id, producer_epoch=m.producer_epoch,
+        coordinator_epoch=m.coordinator_epoch, commit=m.transaction_result,
+        partitions=[TopicPartition(t.name, p) for t in m.topics for p in t.partition_indexes],
+        timeout_ms=timeout_ms) for m in markers))
     return {"markers": [_result(m, lambda tp, errors=errors: _code(errors.get(tp)))
                         for m, errors in zip(markers, outcomes)]}
-
-
-async def _write(broker, marker, timeout_ms: int) -> dict[TopicPartition, KafkaError | None]:
-    errors: dict[TopicPartition, KafkaError | None] = {}
-    hosted = []
-    for tp in (TopicPartition(t.name, p) for t in marker.topics for p in t.partition_indexes):
-        try:
-            hosted_partition(broker, tp)  # NOT_LEADER_OR_FOLLOWER for a partition hosted elsewhere
-            hosted.append(tp)
-        except KafkaError as exc:
-            errors[tp] = exc
-    if hosted:
-        errors.update(await broker.replica_manager.write_txn_markers(
-            producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
-            coordinator_epoch=marker.coordinator_epoch, commit=marker.transaction_result,
-            partitions=hosted, timeout_ms=timeout_ms))
-    return errors
 
 
 def _code(error: KafkaError | None) -> int:
