@@ -58,13 +58,20 @@ async def commit_transactional_offsets(coordinator, *, group_id: str, producer_i
                for p, o in offsets.items()]
     batch = bytearray(build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch,
                                   base_sequence=sequence, transactional=True, now_ms=now_ms))
+    # Pending before the append, as Kafka's prepareTxnOffsetCommit: a marker written while the
+    # append waits for its replicas (an abort on timeout) must find them.
+    pending = group.pending_txn_offsets.setdefault(producer_id, {})
+    pending.update(offsets)
     results = await coordinator.replica_manager.append_records(
         timeout_ms=COMMIT_TIMEOUT_MS, required_acks=-1, entries={tp: batch})
     error = results[tp].error
     if error is not None:
+        for p, o in offsets.items():
+            if pending.get(p) is o:
+                del pending[p]
+        if not pending and group.pending_txn_offsets.get(producer_id) is pending:
+            del group.pending_txn_offsets[producer_id]
         raise map_append_error(error, for_offsets=True)
-    if coordinator.groups.get(group_id) is group:
-        group.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
 
 
 def complete_transactional_offsets(coordinator, tp: TopicPartition, producer_id: int, commit: bool) -> None:
