@@ -276,3 +276,40 @@ def test_exhausted_epoch_gets_a_new_producer_id(logbroker_process):
     with RawClient(broker.bootstrap) as raw:
         new_pid, epoch = init(raw, "t-exhausted")
         assert new_pid != pid and epoch == 0
+
+
+def test_transaction_loaded_in_prepare_commit_resumes_its_markers(logbroker_process):
+    """A coordinator that stored PrepareCommit and died before the markers: the next one to load
+    the partition writes them and completes the commit."""
+    from logbroker.coordinator.transaction_log import (
+        TRANSACTION_STATE_TOPIC,
+        TransactionLogValue,
+        encode_key,
+        encode_value,
+        partition_for,
+    )
+    from logbroker.coordinator.transaction_metadata import TransactionState
+    from logbroker.types import TopicPartition
+    broker = logbroker_process
+    create_topic(broker.bootstrap, "errs-6")
+    with RawClient(broker.bootstrap) as raw:
+        find(raw, "t-resume")
+        pid, epoch = init(raw, "t-resume")
+        assert add_partitions(raw, "t-resume", pid, epoch, "errs-6", 0) == {0: NONE}
+        assert produce_txn(raw, "t-resume", "errs-6", txn_batch(pid, epoch, values=(b"a", b"b"))) == NONE
+        prepared = encode_value(TransactionLogValue(pid, epoch, 60_000, TransactionState.PREPARE_COMMIT,
+                                                    (TopicPartition("errs-6", 0),), 2, 1))
+        assert raw.produce(TRANSACTION_STATE_TOPIC, partition_for("t-resume", 50),
+                           build_batch([(encode_key("t-resume"), prepared)])).error_code == NONE
+    broker.kill()
+    broker.start()
+    with RawClient(broker.bootstrap) as raw:
+        for _ in range(100):
+            state = describe(raw, "t-resume")
+            if state["transaction_state"] == "CompleteCommit":
+                break
+            time.sleep(0.1)
+        assert state["transaction_state"] == "CompleteCommit"
+        response = raw.request(2, 7, replica_id=-1, isolation_level=1, topics=[
+            {"name": "errs-6", "partitions": [{"partition_index": 0, "timestamp": -1}]}])
+        assert response.topics[0].partitions[0].offset == 3  # two records and the COMMIT marker, stable
