@@ -181,3 +181,33 @@ def test_leader_verifies_with_a_remote_coordinator_before_the_first_transactiona
         v3_and_below_topics=(AddPartitionsToTxnTopic(name="ctv", partitions=(0,)),)))
     assert int(added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code) == 0
     assert produce(0) == 0
+
+
+@pytest.mark.logbroker_cluster(**TXN_CLUSTER)
+def test_concurrent_transactions_commit_through_batched_markers(logbroker_cluster):
+    import threading
+    cluster = logbroker_cluster
+    cluster.create_topic("ctc", partitions=3, replication_factor=3, config=TOPIC_CONFIG)
+    producers = [transactional_producer(cluster.bootstrap, f"ctc-{i}") for i in range(4)]
+    errors = []
+
+    def run(index: int, producer: Producer) -> None:
+        try:
+            for round_ in range(5):
+                producer.begin_transaction()
+                for p in range(3):
+                    producer.produce("ctc", value=f"{index}-{round_}-{p}".encode(), partition=p)
+                if round_ == 2:
+                    producer.abort_transaction(60)
+                else:
+                    producer.commit_transaction(60)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=run, args=(i, p)) for i, p in enumerate(producers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    expected = sorted(f"{i}-{r}-{p}".encode() for i in range(4) for r in range(5) if r != 2 for p in range(3))
+    assert sorted(read_committed(cluster.bootstrap, "ctc", 3, expect=len(expected))) == expected

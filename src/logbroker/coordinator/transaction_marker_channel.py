@@ -3,8 +3,9 @@ TransactionMarkerChannelManager).
 
 After PrepareCommit or PrepareAbort is stored, every partition of the transaction gets a COMMIT or
 ABORT control batch from its leader. Partitions are grouped by leader: those led here are written
-with `ReplicaManager.write_txn_markers` directly; the others get one WriteTxnMarkers request per
-leader over the inter-broker listener (with its security, as the replica fetchers connect). A
+with `ReplicaManager.write_txn_markers` directly; the others go to their leader over the
+inter-broker listener (with its security, as the replica fetchers connect), one WriteTxnMarkers
+request in flight per broker, carrying the markers of every transaction queued meanwhile. A
 partition is retried until its marker is written: a partition without a leader waits for the
 metadata to name one, NOT_LEADER_OR_FOLLOWER and connection failures re-resolve the leader after
 a short backoff. A partition whose topic was deleted is dropped (nothing is left to mark), and one
@@ -53,6 +54,9 @@ class TransactionMarkerChannel:
                                               client_id=f"broker-{broker_id}-txn-marker-sender")
         self.queue_size = 0
         self._unknown_destinations: dict[int, int] = {}  # per send_markers call
+        # Markers waiting for the next request to each broker, and the task sending them.
+        self._queues: dict[int, list[tuple[WritableTxnMarker, list[TopicPartition], asyncio.Future]]] = {}
+        self._senders: dict[int, asyncio.Task] = {}
 
     async def send_markers(self, *, transactional_id: str, producer_id: int, producer_epoch: int,
                            coordinator_epoch: int, commit: bool, partitions: set[TopicPartition],
@@ -126,23 +130,54 @@ class TransactionMarkerChannel:
     async def _send_remote(self, leader: int, tps: list[TopicPartition], *, producer_id: int,
                            producer_epoch: int, coordinator_epoch: int, commit: bool
                            ) -> dict[TopicPartition, KafkaError | None]:
-        connection = self._connections.get(leader)
-        if connection is None:
-            return {}
+        """Queue one transaction's markers for `leader`: a WriteTxnMarkers request carries every
+        transaction's markers queued for that broker while its previous request was out (Kafka's
+        per-broker batching), one request in flight per broker."""
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        request = WriteTxnMarkersRequest(markers=(WritableTxnMarker(
+        marker = WritableTxnMarker(
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
             topics=tuple(WritableTxnMarkerTopic(name=t, partition_indexes=tuple(ps)) for t, ps in by_topic.items()),
-            coordinator_epoch=coordinator_epoch),))
-        response = await connection.request(request)
-        results: dict[TopicPartition, KafkaError | None] = {}
+            coordinator_epoch=coordinator_epoch)
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._queues.setdefault(leader, []).append((marker, tps, future))
+        sender = self._senders.get(leader)
+        if sender is None or sender.done():
+            self._senders[leader] = loop.create_task(self._drain(leader), name=f"txn-markers-to-{leader}")
+        return await future
+
+    async def _drain(self, leader: int) -> None:
+        while self._queues.get(leader):
+            batch, self._queues[leader] = self._queues[leader], []
+            try:
+                results = await self._request(leader, [marker for marker, _, _ in batch])
+            except ConnectionClosedError as exc:
+                log.info("Sending markers to broker %d failed (%s); retrying", leader, exc)
+                results = [{} for _ in batch]
+            except Exception as exc:  # noqa: BLE001 - retried; a bug must not stop the transactions for good
+                log.exception("Sending markers to broker %d failed", leader)
+                results = [{tp: UnknownServerError(str(exc)) for tp in tps} for _, tps, _ in batch]
+            for (_, _, future), result in zip(batch, results):
+                if not future.done():
+                    future.set_result(result)
+
+    async def _request(self, leader: int, markers: list[WritableTxnMarker]) -> list[dict]:
+        """One WriteTxnMarkers to `leader`; per marker, in order, {partition: error or None} ({}
+        when the broker's address is not known yet: everything is retried)."""
+        connection = self._connections.get(leader)
+        if connection is None:
+            return [{} for _ in markers]
+        response = await connection.request(WriteTxnMarkersRequest(markers=tuple(markers)))
+        results = []
         for marker in response.markers:
-            for topic in marker.topics:
-                for p in topic.partitions:
-                    results[TopicPartition(topic.name, p.partition_index)] = error_for_code(int(p.error_code))
-        return results
+            results.append({TopicPartition(topic.name, p.partition_index): error_for_code(int(p.error_code))
+                            for topic in marker.topics for p in topic.partitions})
+        return results + [{} for _ in range(len(markers) - len(results))]
 
     async def close(self) -> None:
+        for sender in self._senders.values():
+            sender.cancel()
+        await asyncio.gather(*self._senders.values(), return_exceptions=True)
         await self._connections.close()
