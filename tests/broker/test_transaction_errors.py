@@ -313,3 +313,22 @@ def test_transaction_loaded_in_prepare_commit_resumes_its_markers(logbroker_proc
         response = raw.request(2, 7, replica_id=-1, isolation_level=1, topics=[
             {"name": "errs-6", "partitions": [{"partition_index": 0, "timestamp": -1}]}])
         assert response.topics[0].partitions[0].offset == 3  # two records and the COMMIT marker, stable
+
+
+def test_kip_360_init_producer_id_bumps_retries_and_fences(logbroker):
+    with RawClient(logbroker) as raw:
+        find(raw, "t-kip360")
+        pid, zombie_epoch = init(raw, "t-kip360")
+        _, epoch = init(raw, "t-kip360")  # a new producer: the first one is a zombie now
+        assert epoch == zombie_epoch + 1
+
+        def init_expecting(expected_epoch: int):
+            r = raw.request(22, 4, transactional_id="t-kip360", transaction_timeout=60_000, producer_id=pid,
+                            producer_epoch=expected_epoch)
+            return int(r.error_code), r.producer_id, r.producer_epoch
+        assert init_expecting(zombie_epoch)[0] == PRODUCER_FENCED
+        assert init_expecting(epoch) == (NONE, pid, epoch + 1)  # the current producer resets its epoch
+        assert init_expecting(epoch) == (NONE, pid, epoch + 1)  # its retry gets the same answer
+        assert init_expecting(epoch - 1)[0] == PRODUCER_FENCED
+        assert raw.request(22, 3, transactional_id="t-kip360", transaction_timeout=60_000, producer_id=pid,
+                           producer_epoch=zombie_epoch).error_code == INVALID_PRODUCER_EPOCH  # v3: pre-KIP-588

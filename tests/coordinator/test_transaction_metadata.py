@@ -60,12 +60,16 @@ def test_epoch_fence_bumps_the_epoch_and_allows_prepare_abort_only():
     assert (md.state, md.producer_epoch, md.partitions) == (S.PREPARE_ABORT, 4, {TP})
 
 
-def test_epoch_bump_remembers_the_last_epoch_and_a_new_id_the_last_id():
+def test_last_producer_id_and_epoch_change_only_when_given():
     md = metadata()
-    md.complete_transition(md.prepare_transition(S.EMPTY, now_ms=1, producer_epoch=4))
-    assert (md.producer_id, md.producer_epoch, md.last_producer_id, md.last_producer_epoch) == (7, 4, 7, 3)
-    md.complete_transition(md.prepare_transition(S.EMPTY, now_ms=2, producer_id=8, producer_epoch=0))
-    assert (md.producer_id, md.producer_epoch, md.last_producer_id, md.last_producer_epoch) == (8, 0, 7, 4)
+    md.complete_transition(md.prepare_transition(S.EMPTY, now_ms=1, producer_epoch=4, last_producer_epoch=3))
+    assert (md.producer_id, md.producer_epoch, md.last_producer_id, md.last_producer_epoch) == (7, 4, -1, 3)
+    md.complete_transition(md.prepare_transition(S.EMPTY, now_ms=2, producer_id=8, producer_epoch=0,
+                                                 last_producer_id=7))
+    assert (md.producer_id, md.producer_epoch, md.last_producer_id, md.last_producer_epoch) == (8, 0, 7, 3)
+    md.complete_transition(md.prepare_transition(S.ONGOING, now_ms=3, partitions={TP}))
+    md.fence_producer_epoch()
+    assert (md.producer_epoch, md.last_producer_epoch) == (1, -1)
 
 
 def test_names_are_kafkas():

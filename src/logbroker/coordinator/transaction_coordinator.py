@@ -117,19 +117,25 @@ class TransactionCoordinator:
             raise ConcurrentTransactionsError(f"{transactional_id} is being removed; retry")
         now = self._now()
         if md.is_producer_epoch_exhausted and (not expected or expected_producer_epoch == md.producer_epoch):
-            target = md.prepare_transition(S.EMPTY, now_ms=now, producer_id=self.producer_ids.generate_producer_id(),
-                                           producer_epoch=0, txn_timeout_ms=transaction_timeout_ms)
+            # Kafka's prepareProducerIdRotation: a new id; the old one is remembered for a retry.
+            target = md.prepare_transition(
+                S.EMPTY, now_ms=now, producer_id=self.producer_ids.generate_producer_id(), producer_epoch=0,
+                txn_timeout_ms=transaction_timeout_ms, last_producer_id=md.producer_id,
+                last_producer_epoch=md.producer_epoch if expected else NO_PRODUCER_EPOCH)
         else:
-            bumped = md.producer_epoch + 1
-            if not expected or md.producer_epoch == NO_PRODUCER_EPOCH or expected_producer_epoch == md.producer_epoch:
-                epoch = bumped
+            # Kafka's prepareIncrementProducerEpoch: a fresh init forgets the last epoch; a KIP-360
+            # init naming the current epoch remembers it, so its retry gets the same answer.
+            if not expected:
+                epoch, last_epoch = md.producer_epoch + 1, NO_PRODUCER_EPOCH
+            elif md.producer_epoch == NO_PRODUCER_EPOCH or expected_producer_epoch == md.producer_epoch:
+                epoch, last_epoch = md.producer_epoch + 1, md.producer_epoch
             elif expected_producer_epoch == md.last_producer_epoch:
-                epoch = md.producer_epoch  # a retry of a call that succeeded: same answer again
+                epoch, last_epoch = md.producer_epoch, md.last_producer_epoch  # a retry: same answer again
             else:
                 raise _refused(ProducerFencedError(
                     f"epoch {expected_producer_epoch} of {transactional_id} is neither the current nor the last one"))
             target = md.prepare_transition(S.EMPTY, now_ms=now, producer_epoch=epoch,
-                                           txn_timeout_ms=transaction_timeout_ms)
+                                           txn_timeout_ms=transaction_timeout_ms, last_producer_epoch=last_epoch)
         await sm.append(md, target)
         log.info("Initialized transactional id %s with producer id %d and epoch %d", transactional_id,
                  md.producer_id, md.producer_epoch)
@@ -217,14 +223,14 @@ class TransactionCoordinator:
         self._spawn(self._complete(md))
 
     async def _fence_and_abort(self, md: TransactionMetadata) -> None:
-        old_epoch = md.producer_epoch
+        old_epoch, old_last_epoch = md.producer_epoch, md.last_producer_epoch
         md.fence_producer_epoch()
         try:
             await self.end_transaction(transactional_id=md.transactional_id, producer_id=md.producer_id,
                                        producer_epoch=md.producer_epoch, commit=False, from_client=False)
         except KafkaError:
             if md.state == S.ONGOING:
-                md.producer_epoch = old_epoch
+                md.producer_epoch, md.last_producer_epoch = old_epoch, old_last_epoch
                 md.abort_transition()
             raise
 

@@ -109,9 +109,12 @@ class TransactionMetadata:
     def prepare_transition(self, new_state: TransactionState, *, now_ms: int, producer_id: int | None = None,
                            producer_epoch: int | None = None, txn_timeout_ms: int | None = None,
                            partitions: set[TopicPartition] | None = None,
-                           txn_start_timestamp_ms: int | None = None) -> TransactionMetadata:
+                           txn_start_timestamp_ms: int | None = None, last_producer_id: int | None = None,
+                           last_producer_epoch: int | None = None) -> TransactionMetadata:
         """The metadata after the transition, to append; sets `pending_state`. Raises
-        IllegalTransitionError for a transition Kafka's state machine refuses."""
+        IllegalTransitionError for a transition Kafka's state machine refuses. The last producer
+        id and epoch (what a KIP-360 InitProducerId may name besides the current ones) change only
+        when given, as Kafka's InitProducerId sets them."""
         if self.pending_state is not None and self.pending_state != S.PREPARE_EPOCH_FENCE:
             raise IllegalTransitionError(f"{self.transactional_id}: {self.pending_state.kafka_name} is pending")
         if self.state not in VALID_PREVIOUS_STATES[new_state]:
@@ -127,14 +130,11 @@ class TransactionMetadata:
             new_state,
             set(self.partitions) if partitions is None else set(partitions),
             self.txn_start_timestamp_ms if txn_start_timestamp_ms is None else txn_start_timestamp_ms,
-            now_ms, self.last_producer_id, self.last_producer_epoch,
+            now_ms, self.last_producer_id if last_producer_id is None else last_producer_id,
+            self.last_producer_epoch if last_producer_epoch is None else last_producer_epoch,
             coordinator_epoch=self.coordinator_epoch)
         if new_state == S.EMPTY:
             target.txn_start_timestamp_ms = -1
-        if target.producer_id != self.producer_id:
-            target.last_producer_id, target.last_producer_epoch = self.producer_id, self.producer_epoch
-        elif target.producer_epoch != self.producer_epoch:
-            target.last_producer_id, target.last_producer_epoch = self.producer_id, self.producer_epoch
         self.pending_state = new_state
         return target
 
@@ -153,9 +153,11 @@ class TransactionMetadata:
     def fence_producer_epoch(self) -> None:
         """Kafka's prepareFenceProducerEpoch: bump the epoch in memory before aborting an ongoing
         transaction on the producer's behalf (a timeout, or a new InitProducerId), so the abort
-        markers carry an epoch the old producer cannot write with any more."""
+        markers carry an epoch the old producer cannot write with any more. The last epoch is
+        forgotten: the fenced producer cannot get the id back by naming its epoch (KIP-360)."""
         if not self.is_producer_epoch_exhausted:
             self.producer_epoch += 1
+        self.last_producer_epoch = NO_PRODUCER_EPOCH
         self.pending_state = S.PREPARE_EPOCH_FENCE
 
     @classmethod
