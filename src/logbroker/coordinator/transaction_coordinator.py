@@ -27,6 +27,8 @@ import logging
 from collections.abc import Callable, Iterable
 
 from logbroker.clock import Clock
+from logbroker.coordinator.offsets_schema import OFFSETS_TOPIC
+from logbroker.coordinator.offsets_schema import partition_for as group_partition_for
 from logbroker.coordinator.transaction_marker_channel import TransactionMarkerChannel
 from logbroker.coordinator.transaction_metadata import (
     NO_PRODUCER_EPOCH,
@@ -43,6 +45,7 @@ from logbroker.errors import (
     InvalidTxnStateError,
     KafkaError,
     ProducerFencedError,
+    TransactionalIdNotFoundError,
 )
 from logbroker.types import TopicPartition
 
@@ -187,11 +190,10 @@ class TransactionCoordinator:
             f"{tp} is not in the ongoing transaction of {transactional_id}") for tp in partitions}
 
     def group_partition(self, group_id: str) -> TopicPartition:
-        from logbroker.coordinator.offsets_schema import OFFSETS_TOPIC, partition_for
-        store = self.state_manager.store
-        info = store.topic(OFFSETS_TOPIC)
+        """The `__consumer_offsets` partition AddOffsetsToTxn adds: the group coordinator's."""
+        info = self.state_manager.store.topic(OFFSETS_TOPIC)
         count = info.num_partitions if info else self.config.offsets_topic_num_partitions
-        return TopicPartition(OFFSETS_TOPIC, partition_for(group_id, count))
+        return TopicPartition(OFFSETS_TOPIC, group_partition_for(group_id, count))
 
     # -- EndTxn ------------------------------------------------------------------------------------
     async def end_transaction(self, *, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -351,7 +353,6 @@ class TransactionCoordinator:
     def describe(self, transactional_id: str) -> dict:
         md = self.state_manager.get(transactional_id)
         if md is None:
-            from logbroker.errors import TransactionalIdNotFoundError
             raise TransactionalIdNotFoundError(f"transactional id {transactional_id} is not known")
         by_topic: dict[str, list[int]] = {}
         for tp in sorted(md.partitions):
