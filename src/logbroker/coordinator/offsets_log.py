@@ -62,22 +62,23 @@ def build_records(entries: list[tuple[bytes, bytes | None]], now_ms: int) -> byt
     return bytearray(build_batch([(key, value, (), now_ms) for key, value in entries], now_ms=now_ms))
 
 
-def replay(log: Log, end_offset: int) -> Iterator[tuple[bytes, bytes | None]]:
-    """Every (key, value) of `log` below `end_offset`, in offset order. Control batches and
-    keyless records (never written by a coordinator) are skipped."""
-    for key, value, _producer_id, marker in replay_transactional(log, end_offset):
+def replay(log: Log, end_offset: int, *, buffer_bytes: int = LOAD_BUFFER_BYTES
+           ) -> Iterator[tuple[bytes, bytes | None]]:
+    """Every (key, value) of `log` below `end_offset`, in offset order, read `buffer_bytes` at a
+    time. Control batches and keyless records (never written by a coordinator) are skipped."""
+    for key, value, _producer_id, marker in replay_transactional(log, end_offset, buffer_bytes=buffer_bytes):
         if marker is None:
             yield key, value
 
 
-def replay_transactional(log: Log, end_offset: int
+def replay_transactional(log: Log, end_offset: int, *, buffer_bytes: int = LOAD_BUFFER_BYTES
                          ) -> Iterator[tuple[bytes | None, bytes | None, int, bool | None]]:
     """Like `replay`, with what transactions need: (key, value, producer id, None) per record,
     the producer id -1 unless the record's batch is transactional; and (None, None, producer id,
     commit) for each transaction marker."""
     offset = log.log_start_offset
     while offset < end_offset:
-        info = log.read(offset, max_bytes=LOAD_BUFFER_BYTES, max_offset=end_offset, min_one_message=True)
+        info = log.read(offset, max_bytes=buffer_bytes, max_offset=end_offset, min_one_message=True)
         region = info.region
         if region is None:
             return

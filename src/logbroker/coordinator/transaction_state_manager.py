@@ -192,14 +192,16 @@ class TransactionStateManager:
             log.info("Finished unloading %s: removed %d cached transactional id(s)", tp, len(removed))
 
     def _load(self, partition, *, in_background: bool) -> None:
-        index, epoch, log_ = partition.tp.partition, partition.leader_epoch, partition.log
+        epoch, log_ = partition.leader_epoch, partition.log
         end_offset = log_.log_end_offset
+        buffer_bytes = self.config.transaction_state_log_load_buffer_size
         started_ms = self.clock.time_ms()
         if not in_background or end_offset <= log_.log_start_offset:
-            self._finish(partition, epoch, load_transactions(log_, end_offset, epoch), started_ms)
+            self._finish(partition, epoch, load_transactions(log_, end_offset, epoch, buffer_bytes), started_ms)
             return
         log.info("Loading transaction metadata from %s at epoch %d", partition.tp, epoch)
-        future = asyncio.get_running_loop().run_in_executor(None, load_transactions, log_, end_offset, epoch)
+        future = asyncio.get_running_loop().run_in_executor(None, load_transactions, log_, end_offset, epoch,
+                                                            buffer_bytes)
 
         def done(f) -> None:
             if f.cancelled():
@@ -229,11 +231,13 @@ class TransactionStateManager:
         self._on_loaded(partition.tp.partition, list(loaded.values()))
 
 
-def load_transactions(log_: Log, end_offset: int, coordinator_epoch: int) -> dict[str, TransactionMetadata]:
-    """The transactional ids stored in `log_` below `end_offset`, as their last record left them.
-    Blocks on disk; touches no coordinator state, so it may run in a worker thread."""
+def load_transactions(log_: Log, end_offset: int, coordinator_epoch: int, buffer_bytes: int = 5 * 1024 * 1024
+                      ) -> dict[str, TransactionMetadata]:
+    """The transactional ids stored in `log_` below `end_offset`, as their last record left them,
+    read `buffer_bytes` (transaction.state.log.load.buffer.size) at a time. Blocks on disk;
+    touches no coordinator state, so it may run in a worker thread."""
     values = {}
-    for key, value in replay(log_, end_offset):
+    for key, value in replay(log_, end_offset, buffer_bytes=buffer_bytes):
         try:
             txn_id = decode_key(key)
             values[txn_id] = None if value is None else decode_value(value)
