@@ -18,6 +18,9 @@ class KafkaError(Exception):
     code: int = -1
     name: str = "UNKNOWN_SERVER_ERROR"
     retriable: bool = False
+    # KIP-467: `(batch index, message)` of each record that failed validation, when the error
+    # can name them (Kafka's RecordValidationException); a Produce v8+ answer lists them.
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 def _error(name: str, code: int, *, retriable: bool = False) -> type[KafkaError]:

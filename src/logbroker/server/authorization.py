@@ -18,7 +18,7 @@ from logbroker.errors import (
 )
 from logbroker.protocol.apis import ApiKey
 from logbroker.security.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
-from logbroker.security.authorizer import AUTHORIZER_CLASS, AclAuthorizer, parse_super_users
+from logbroker.security.authorizer import AUTHORIZER_CLASSES, AclAuthorizer, parse_super_users
 from logbroker.security.principal import ANONYMOUS
 from logbroker.server.config_defs import ConfigError
 
@@ -28,14 +28,15 @@ CONFIG_RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC in the config APIs
 
 def create_authorizer(config) -> AclAuthorizer | None:
     """The authorizer `authorizer.class.name` names (its ACLs not yet loaded), or None when it is
-    empty; any other class is a startup error naming the key."""
+    empty. Kafka's ZooKeeper-era AclAuthorizer and KRaft's StandardAuthorizer are the same ACL
+    authorizer here; any other class is a startup error naming the key."""
     name = (config.authorizer_class_name or "").strip()
     if not name:
         return None
-    if name != AUTHORIZER_CLASS:
+    if name not in AUTHORIZER_CLASSES:
         raise ConfigError(f"Invalid value {name!r} for configuration authorizer.class.name: "
-                          f"logbroker implements only {AUTHORIZER_CLASS} (ZooKeeper-era ACLs) or "
-                          f"none (empty)")
+                          f"logbroker implements only {' and '.join(AUTHORIZER_CLASSES)} (the same "
+                          f"ACL authorizer) or none (empty)")
     return AclAuthorizer(super_users=parse_super_users(config.super_users),
                          allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found)
 

@@ -29,6 +29,11 @@ from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.metadata_cache import MetadataCache
 from logbroker.metadata.model import BrokerInfo, PartitionState, TopicInfo, new_topic_id
 from logbroker.replication.replica_manager import ReplicaManager
+from logbroker.replication.replica_selector import (
+    RACK_AWARE_REPLICA_SELECTOR,
+    ClientMetadata,
+    preferred_read_replica,
+)
 from logbroker.server.authorization import create_authorizer
 from logbroker.server.config import KafkaConfig
 from logbroker.server.connection_quotas import ConnectionQuotas
@@ -143,6 +148,8 @@ class Broker:
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)
         self.replica_manager.partition_exists = self._partition_exists
+        if self.config.replica_selector_class == RACK_AWARE_REPLICA_SELECTOR:
+            self.replica_manager.preferred_read_replica = self._preferred_read_replica
         if self.zk is None:
             self.controller = Controller(self.store, live_brokers=[self.broker_id])
             self._adopt_orphan_logs()
@@ -237,10 +244,18 @@ class Broker:
         self.cluster = ZooKeeperCluster(self, self.zk, self.store)
         self.replica_manager.fetcher_manager = ReplicaFetcherManager(
             broker_id=self.broker_id, leader_address=self._broker_address,
-            security=self.inter_broker_security)
+            security=self.inter_broker_security,
+            on_progress=self.replica_manager.fetch_purgatory.check_and_complete)
         self.replica_manager.alter_isr = self.cluster.alter_isr
         await self.cluster.start(info, endpoints, security_protocol_map=dict(
             self.config.listener_security_protocol_map))
+
+    def _preferred_read_replica(self, partition, client: ClientMetadata, fetch_offset: int) -> int | None:
+        """KIP-392 on a leader: the follower in the consumer's rack to fetch from, if any."""
+        if not client.rack_id:
+            return None
+        racks = {b.broker_id: b.rack for b in self.brokers(client.listener_name)}
+        return preferred_read_replica(partition, client, fetch_offset, racks)
 
     def inter_broker_endpoint(self, broker_id: int) -> BrokerInfo | None:
         """A live broker at its inter-broker listener's endpoint (None: not live, or no such listener)."""

@@ -1,17 +1,19 @@
-"""OffsetFetch (api key 9), v1-9: a group's committed offsets.
+"""OffsetFetch (api key 9), v1-10: a group's committed offsets.
 
 A partition with no commit gets offset -1 and empty metadata; null topics (v2+) mean every
 partition the group has committed. v5+ returns the committed leader epoch (-1 when the commit
 carried none). v2+ has a top-level error, v8+ answers a batch of groups. With require_stable
 (v7+), a partition whose group holds an offset committed in a transaction not yet complete
-answers UNSTABLE_OFFSET_COMMIT (the consumer retries), as Kafka.
+answers UNSTABLE_OFFSET_COMMIT (the consumer retries), as Kafka. v10 names topics by id: an id we
+do not know is UNKNOWN_TOPIC_ID, and every topic of the answer carries its id.
 """
 
 from __future__ import annotations
 
 from logbroker.coordinator.transactional_offsets import has_pending_offset
-from logbroker.errors import KafkaError, TopicAuthorizationFailedError, UnstableOffsetCommitError
+from logbroker.errors import KafkaError, TopicAuthorizationFailedError, UnknownTopicIdError, UnstableOffsetCommitError
 from logbroker.security.acl import AclOperation
+from logbroker.server.apis._topic_ids import topic_id, topic_names
 from logbroker.server.authorization import TOPIC, allowed_names, require_group
 from logbroker.types import TopicPartition
 
@@ -20,6 +22,9 @@ API_KEY = 9
 
 def handle(broker, request) -> dict:
     body = request.body
+    if request.api_version >= 10:
+        return {"groups": [dict(_fetch_by_id(broker, request, group, body.require_stable), group_id=group.group_id)
+                           for group in body.groups]}
     if request.api_version >= 8:
         groups = []
         for group in body.groups:
@@ -35,6 +40,28 @@ def handle(broker, request) -> dict:
         code = result["error_code"]
         result["topics"] = [{"name": name, "partitions": [_partition(p, None, code) for p in parts]}
                             for name, parts in (topics or [])]
+    return result
+
+
+def _fetch_by_id(broker, request, group, require_stable: bool) -> dict:
+    """v10: the topics go by id, in the request and in the answer."""
+    if group.topics is None:
+        result = _fetch(broker, request, group.group_id, None, require_stable)
+        for topic in result["topics"]:
+            topic["topic_id"] = topic_id(broker, topic["name"])
+        return result
+    ids = [t.topic_id for t in group.topics]
+    names = topic_names(broker, ids)
+    result = _fetch(broker, request, group.group_id,
+                    [(n, t.partition_indexes) for n, t in zip(names, group.topics) if n is not None], require_stable)
+    if result["error_code"]:
+        return result
+    answered = iter(result["topics"])
+    result["topics"] = [
+        dict(next(answered), topic_id=i) if n is not None
+        else {"topic_id": i, "partitions": [_partition(p, None, UnknownTopicIdError.code)
+                                            for p in t.partition_indexes]}
+        for n, i, t in zip(names, ids, group.topics)]
     return result
 
 

@@ -142,6 +142,7 @@ def _respond(request, results, denied=()):
         error = r.error
         by_topic.setdefault(tp.topic, []).append(ProducePartitionResult(
             tp.partition, error.code if error else 0, r.base_offset, r.log_append_time_ms,
-            r.log_start_offset, error_message=str(error) or None if error else None))
+            r.log_start_offset, record_errors=error.record_errors if error else (),
+            error_message=str(error) or None if error else None))
     topics = [ProduceTopicResult(name, parts) for name, parts in by_topic.items()]
     return [encode_produce_response(request.api_version, request.correlation_id, topics)]
