@@ -19,12 +19,12 @@ import inspect
 import logging
 import struct
 
-from logbroker.errors import TopicAuthorizationFailedError
 from logbroker.coordinator.transaction_verification import for_produce
+from logbroker.errors import TopicAuthorizationFailedError
 from logbroker.protocol.responses.produce import ProducePartitionResult, ProduceTopicResult, encode_produce_response
+from logbroker.replication.replica_manager import ProduceResult
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import TOPIC, allowed_names
-from logbroker.replication.replica_manager import ProduceResult
 from logbroker.server.network import CLOSE
 from logbroker.types import TopicPartition
 
