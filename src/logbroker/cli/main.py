@@ -18,6 +18,7 @@ COMMANDS = {
     "perf": ("logbroker.cli.perf", "perf"),
     "status": ("logbroker.cli.status", "status"),
     "groups": ("logbroker.cli.groups", "groups"),
+    "transactions": ("logbroker.cli.transactions", "transactions"),
     "users": ("logbroker.cli.users", "users"),
     "acls": ("logbroker.cli.acls", "acls"),
     "dev-cluster": ("logbroker.cli.dev_cluster", "dev_cluster"),
