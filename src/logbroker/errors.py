@@ -147,3 +147,11 @@ def error_name(code: int) -> str:
         return "NONE"
     cls = BY_CODE.get(code)
     return cls.name if cls else f"UNKNOWN_ERROR_CODE_{code}"
+
+
+def error_for_code(code: int, message: str = "") -> KafkaError | None:
+    """The KafkaError of a code a peer answered (None for 0), for code that acts on it."""
+    if code == 0:
+        return None
+    cls = BY_CODE.get(code, UnknownServerError)
+    return cls(message or f"answered {cls.name}")

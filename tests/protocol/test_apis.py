@@ -33,7 +33,9 @@ def test_table_has_the_ranges_the_broker_implements():
         ApiKey.ELECT_LEADERS: (0, 2), ApiKey.CONTROLLED_SHUTDOWN: (1, 3),
         ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
         ApiKey.DESCRIBE_ACLS: (1, 3), ApiKey.CREATE_ACLS: (1, 3), ApiKey.DELETE_ACLS: (1, 3),
-        ApiKey.WRITE_TXN_MARKERS: (1, 2), ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+        ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4), ApiKey.END_TXN: (0, 4),
+        ApiKey.TXN_OFFSET_COMMIT: (0, 4), ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+        ApiKey.LIST_TRANSACTIONS: (0, 1), ApiKey.WRITE_TXN_MARKERS: (1, 2), ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     }
     assert {k: (s.min_version, s.max_version) for k, s in SUPPORTED_APIS.items()} == expected
 
@@ -43,6 +45,8 @@ def test_nothing_opt_in_is_advertised():
     assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in SUPPORTED_APIS
     assert ApiKey.GET_TELEMETRY_SUBSCRIPTIONS not in SUPPORTED_APIS
     assert SUPPORTED_APIS[ApiKey.PRODUCE].max_version <= 11
+    assert SUPPORTED_APIS[ApiKey.END_TXN].max_version <= 4
+    assert SUPPORTED_APIS[ApiKey.TXN_OFFSET_COMMIT].max_version <= 4
 
 
 @pytest.mark.parametrize("api_key, version", ALL_VERSIONS)

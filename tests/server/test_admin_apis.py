@@ -659,11 +659,18 @@ def test_init_producer_id_epoch_bump_gets_a_fresh_id(bootstrap):
     assert (half.error_code, half.producer_id) == (42, -1)  # INVALID_REQUEST
 
 
-def test_init_producer_id_for_transactions_fails_fatally(bootstrap):
-    response = request(bootstrap, 22, 4, transactional_id="tx-1", transaction_timeout=60000)
+def test_init_producer_id_for_transactions_bumps_the_epoch(bootstrap):
+    early = request(bootstrap, 22, 4, transactional_id="tx-1", transaction_timeout=60000)
+    assert early.error_code == 16  # NOT_COORDINATOR: __transaction_state comes with FindCoordinator
+    found = request(bootstrap, 10, 3, key="tx-1", key_type=1)
+    assert found.error_code == 0
+    first = request(bootstrap, 22, 4, transactional_id="tx-1", transaction_timeout=60000)
+    second = request(bootstrap, 22, 4, transactional_id="tx-1", transaction_timeout=60000)
 
-    # TRANSACTIONAL_ID_AUTHORIZATION_FAILED: fatal in every client, so none retries forever.
-    assert (response.error_code, response.producer_id, response.producer_epoch) == (53, -1, -1)
+    assert (first.error_code, first.producer_epoch) == (0, 0)
+    assert (second.error_code, second.producer_id, second.producer_epoch) == (0, first.producer_id, 1)
+    too_long = request(bootstrap, 22, 4, transactional_id="tx-1", transaction_timeout=900_001)
+    assert too_long.error_code == 50  # INVALID_TRANSACTION_TIMEOUT
 
 
 # ---- OffsetForLeaderEpoch -----------------------------------------------------------------

@@ -129,6 +129,14 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.DELETE_RECORDS, 0, 2, 2),
     ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 4, 2),
     ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, 4),
+    # Transactions v1 (KIP-98) with KIP-890 part 1: AddPartitionsToTxn v4 is the brokers' verify
+    # form; the v5 / EndTxn v5 / TxnOffsetCommit v5 of transactions v2 are not advertised.
+    ApiSpec(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 4, 3),
+    ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, 3),
+    ApiSpec(ApiKey.END_TXN, 0, 4, 3),
+    ApiSpec(ApiKey.TXN_OFFSET_COMMIT, 0, 4, 3),
+    ApiSpec(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, 0),
+    ApiSpec(ApiKey.LIST_TRANSACTIONS, 0, 1, 0),
     ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, 4),
     ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, 2),
     ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 3, 2),

@@ -14,6 +14,7 @@ from logbroker.errors import (
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
 )
 from logbroker.protocol.apis import ApiKey
 from logbroker.security.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
@@ -103,6 +104,15 @@ def require_group(broker, request, operation: AclOperation, group_id: str) -> No
     if broker.authorizer is not None and not allowed(broker, request, operation, GROUP, group_id):
         raise GroupAuthorizationFailedError(
             f"{principal(request)} is not authorized for {operation.kafka_name} on group {group_id}.")
+
+
+def require_transactional_id(broker, request, operation: AclOperation, transactional_id: str) -> None:
+    """Raise TRANSACTIONAL_ID_AUTHORIZATION_FAILED unless `operation` on the id is allowed."""
+    if broker.authorizer is not None and not allowed(broker, request, operation, ResourceType.TRANSACTIONAL_ID,
+                                                     transactional_id):
+        raise TransactionalIdAuthorizationFailedError(
+            f"{principal(request)} is not authorized for {operation.kafka_name} on transactional id "
+            f"{transactional_id}.")
 
 
 def may_create_topic(broker, request, name: str) -> bool:

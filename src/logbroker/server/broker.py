@@ -16,9 +16,14 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+from logbroker.client import PLAINTEXT
 from logbroker.clock import Clock, SystemClock
 from logbroker.coordinator.group_coordinator import GroupCoordinator
 from logbroker.coordinator.producer_ids import ProducerIdManager
+from logbroker.coordinator.transaction_coordinator import TransactionCoordinator
+from logbroker.coordinator.transaction_marker_channel import TransactionMarkerChannel
+from logbroker.coordinator.transaction_verification import TransactionVerifier
+from logbroker.coordinator.transactional_offsets import complete_transactional_offsets
 from logbroker.errors import KafkaStorageError
 from logbroker.log_limits import RateLimitedLog, StateChangeLog
 from logbroker.metadata.controller import Controller
@@ -67,6 +72,8 @@ class Broker:
         self.controller: Controller | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
+        self.transaction_verifier: TransactionVerifier | None = None
         self.server: KafkaServer | None = None
         self.metrics = None  # server.metrics.MetricsServer when metrics.port is set
         self.authorizer = None  # security.authorizer.AclAuthorizer when authorizer.class.name is set
@@ -160,6 +167,23 @@ class Broker:
         self.group_coordinator = GroupCoordinator(broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store, create_topic=self.create_topic, clock=self.clock,
                                                   live_brokers=(lambda: len(self.store.brokers())) if self.zk is not None else None)
         self.group_coordinator.load()
+        live_brokers = (lambda: len(self.store.brokers())) if self.zk is not None else None
+        self.transaction_coordinator = TransactionCoordinator(
+            broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store,
+            producer_ids=self.producer_ids, create_topic=self.create_topic, clock=self.clock,
+            live_brokers=live_brokers,
+            marker_channel=TransactionMarkerChannel(
+                broker_id=self.broker_id, replica_manager=self.replica_manager, store=self.store,
+                endpoint=self._broker_address, security=self.inter_broker_security or PLAINTEXT,
+                request_timeout_ms=self.config.request_timeout_ms))
+        self.transaction_coordinator.start()
+        self.transaction_verifier = TransactionVerifier(
+            broker_id=self.broker_id, coordinator=self.transaction_coordinator, store=self.store,
+            endpoint=self._broker_address, security=self.inter_broker_security or PLAINTEXT,
+            request_timeout_ms=self.config.request_timeout_ms)
+        gc = self.group_coordinator
+        self.replica_manager.add_txn_marker_listener(
+            lambda tp, producer_id, commit: complete_transactional_offsets(gc, tp, producer_id, commit))
         self.server = KafkaServer(Dispatcher(self), max_request_bytes=self.config.socket_request_max_bytes,
                                   connections_max_idle_ms=self.config.connections_max_idle_ms,
                                   clock_ms=self.clock.monotonic_ms,
@@ -425,6 +449,9 @@ class Broker:
             await self.cluster.close()
         elif self.zk is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.zk.close)
+        if self.transaction_coordinator is not None:
+            await self.transaction_coordinator.shutdown()
+            await self.transaction_verifier.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.log_manager is not None:

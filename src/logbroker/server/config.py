@@ -250,6 +250,11 @@ class KafkaConfig:
     transaction_state_log_min_isr: int
     transaction_state_log_segment_bytes: int
     transaction_state_log_load_buffer_size: int
+    transaction_max_timeout_ms: int
+    transactional_id_expiration_ms: int
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int
+    transaction_remove_expired_transaction_cleanup_interval_ms: int
+    transaction_partition_verification_enable: bool
     producer_id_expiration_ms: int
 
     def __init__(self, props: Mapping[str, object], *, log_warnings: bool = True) -> None:

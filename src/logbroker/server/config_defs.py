@@ -274,6 +274,17 @@ _BROKER_ONLY_DEFS = (
        "segment.bytes of __transaction_state", at_least(1)),
     _D("transaction.state.log.load.buffer.size", "int", 5_242_880,
        "read buffer when loading __transaction_state", at_least(1)),
+    _D("transaction.max.timeout.ms", "int", 900_000,
+       "largest transaction.timeout.ms a producer may ask (INVALID_TRANSACTION_TIMEOUT above)", at_least(1)),
+    _D("transactional.id.expiration.ms", "int", 604_800_000,
+       "a transactional id idle this long is removed", at_least(1)),
+    _D("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10_000,
+       "how often transactions past their timeout are looked for and aborted", at_least(1)),
+    _D("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3_600_000,
+       "how often expired transactional ids are looked for", at_least(1)),
+    _D("transaction.partition.verification.enable", "boolean", True,
+       "check with the coordinator that a partition is in the transaction before the first "
+       "transactional batch of a producer is appended to it (KIP-890)"),
     _D("producer.id.expiration.ms", "int", 86_400_000,
        "forget a producer id's state after this long without writes", at_least(1)),
 )
@@ -368,9 +379,7 @@ ssl.keymanager.algorithm ssl.keystore.certificate.chain ssl.keystore.key ssl.key
 ssl.keystore.password ssl.keystore.type ssl.principal.mapping.rules ssl.protocol ssl.provider
 ssl.secure.random.implementation ssl.trustmanager.algorithm ssl.truststore.certificates
 ssl.truststore.location ssl.truststore.password ssl.truststore.type
-telemetry.max.bytes transaction.abort.timed.out.transaction.cleanup.interval.ms
-transaction.max.timeout.ms transaction.partition.verification.enable
-transaction.remove.expired.transaction.cleanup.interval.ms transactional.id.expiration.ms
+telemetry.max.bytes
 unclean.leader.election.interval.ms unstable.api.versions.enable unstable.feature.versions.enable
 zookeeper.clientCnxnSocket zookeeper.max.in.flight.requests zookeeper.metadata.migration.enable
 zookeeper.metadata.migration.min.batch.size zookeeper.set.acl zookeeper.ssl.cipher.suites

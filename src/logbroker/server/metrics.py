@@ -21,6 +21,10 @@ Names are Kafka's JMX metrics as the Prometheus JMX exporter's standard Kafka ru
         → kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation="Produce"}
     kafka.server:type=socket-server-metrics,listener=L → kafka_server_socket_server_metrics_connection_count
     kafka.network:type=RequestChannel,name=RequestQueueSize → kafka_network_requestchannel_requestqueuesize
+    kafka.coordinator.transaction:type=TransactionMarkerChannelManager,name=UnknownDestinationQueueSize
+        → kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize
+        (and LogAppendRetryQueueSize: markers not yet written); the transaction-coordinator-metrics
+        group's partition-load-time-max/-avg → kafka_server_transaction_coordinator_metrics_partition_load_time_max
     consumer-group lag, which Kafka has no JMX metric for, as kafka_exporter names it:
         kafka_consumergroup_lag{consumergroup,topic,partition}, kafka_consumergroup_current_offset
 
@@ -309,6 +313,7 @@ class BrokerCollector:
         yield from self._logs(partitions)
         yield from self._server()
         yield from self._group_lag()
+        yield from self._transaction_coordinator()
 
     def _topic_metrics(self, hosted_topics: set[str]) -> Iterable[Metric]:
         m = self.metrics
@@ -421,6 +426,25 @@ class BrokerCollector:
                 if partition is not None and offset >= 0:
                     lag.add_metric(values, max(partition.high_watermark - offset, 0))
         yield from (current, lag)
+
+
+    def _transaction_coordinator(self) -> Iterable[Metric]:
+        coordinator = getattr(self.broker, "transaction_coordinator", None)
+        if coordinator is None:
+            return
+        channel = coordinator.marker_channel
+        prefix = "kafka_coordinator_transaction_transactionmarkerchannelmanager_"
+        yield GaugeMetricFamily(prefix + "unknowndestinationqueuesize",
+                                "Transaction markers waiting for their partition to have a leader",
+                                value=channel.unknown_destination_queue_size)
+        yield GaugeMetricFamily(prefix + "logappendretryqueuesize",
+                                "Transaction markers not yet written to their partitions", value=channel.queue_size)
+        times = coordinator.state_manager.load_times_ms
+        prefix = "kafka_server_transaction_coordinator_metrics_partition_load_time_"
+        yield GaugeMetricFamily(prefix + "max", "Longest load of a __transaction_state partition (ms)",
+                                value=max(times, default=0))
+        yield GaugeMetricFamily(prefix + "avg", "Average load of a __transaction_state partition (ms)",
+                                value=sum(times) / len(times) if times else 0)
 
 
 class _Snapshot:
