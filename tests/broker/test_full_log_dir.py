@@ -17,10 +17,10 @@ KAFKA_STORAGE_ERROR = 56
 COORDINATOR_NOT_AVAILABLE = 15
 
 
-def find_coordinator(raw: RawClient, version: int, group: str) -> int:
+def find_coordinator(raw: RawClient, version: int, key: str, key_type: int = 0) -> int:
     if version >= 4:
-        return raw.request(ApiKey.FIND_COORDINATOR, 4, key_type=0, coordinator_keys=[group]).coordinators[0].error_code
-    return raw.request(ApiKey.FIND_COORDINATOR, version, key=group, key_type=0).error_code
+        return raw.request(ApiKey.FIND_COORDINATOR, 4, key_type=key_type, coordinator_keys=[key]).coordinators[0].error_code
+    return raw.request(ApiKey.FIND_COORDINATOR, version, key=key, key_type=key_type).error_code
 
 
 def test_a_full_log_dir_gets_kafkas_error_codes_and_heals_when_there_is_room(small_filesystem, tmp_path):
@@ -49,6 +49,8 @@ def test_a_full_log_dir_gets_kafkas_error_codes_and_heals_when_there_is_room(sma
             assert raw.produce("t", 0, batch).error_code == KAFKA_STORAGE_ERROR
             for version in (0, 3, 4):
                 assert find_coordinator(raw, version, "g") == COORDINATOR_NOT_AVAILABLE
+            for version in (1, 4):  # a transactional id: __transaction_state cannot be created either
+                assert find_coordinator(raw, version, "tx", key_type=1) == COORDINATOR_NOT_AVAILABLE
             # several checkpoint rounds fail meanwhile
             wait_for(lambda: broker.new_log_text().count("high-watermark checkpoint failed") >= 1,
                      timeout_s=10, what="the failing checkpoint's line")
