@@ -1,0 +1,326 @@
+"""The broker's CPU per small request (issue 20): Produce of 1-10 records, Fetch of a few records
+or one that waits, measured as the broker process's utime+stime divided by the requests answered.
+
+The load comes from raw sockets in separate client processes (`multiprocessing`), each holding
+one connection with a fixed window of requests in flight: window 1 is ping-pong (each request
+has a wake-up of its own, as at a low rate with linger.ms=0), a larger window is a pipelining
+client. The request frames are encoded once (kio, `logbroker.client.encode_request`) and sent
+again and again, so a client costs a few µs per request and the broker is the one measured;
+only the broker's CPU is counted.
+
+`--src DIR` (repeatable) runs the same cases against brokers importing logbroker from each
+source tree, alternating, so a before/after comparison shares the machine's noise.
+`--profile` adds a breakdown (where each request's CPU goes, by stage) from one more broker per
+case, run under cProfile with a CPU clock.
+
+    PYTHONPATH=$PWD/src .venv/bin/python bench/bench_request_cost.py [--quick] [--profile]
+        [--src /work/main/src --src $PWD/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import multiprocessing
+import os
+import re
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_broker import proc_cpu_s  # noqa: E402
+from common import machine_info, median, say, table  # noqa: E402
+
+from logbroker.testing import BrokerProcess  # noqa: E402
+
+_SIZE = struct.Struct(">i")
+TOPIC = "small"
+FETCH_TOPIC = "small-fetch"
+
+
+# --- request frames ---------------------------------------------------------------------------
+
+def produce_frame(*, acks: int, records: int, value_bytes: int) -> bytes:
+    import datetime
+
+    from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+    from kio.schema.types import TopicName
+    from kio.static.primitive import i16, i32
+
+    from logbroker.client import encode_request
+    from logbroker.records.builder import build_batch
+
+    batch = build_batch([(None, os.urandom(value_bytes))] * records)
+    body = ProduceRequest(transactional_id=None, acks=i16(acks), timeout=datetime.timedelta(seconds=30),
+                          topic_data=(TopicProduceData(name=TopicName(TOPIC), partition_data=(
+                              PartitionProduceData(index=i32(0), records=batch),)),))
+    return encode_request(body, correlation_id=1, client_id="bench")
+
+
+def fetch_frame(*, offset: int, max_wait_ms: int, partition_max_bytes: int) -> bytes:
+    import datetime
+
+    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+    from kio.schema.types import TopicName
+    from kio.static.primitive import i32, i64
+
+    from logbroker.client import encode_request
+
+    body = FetchRequest(
+        replica_id=-1, max_wait=datetime.timedelta(milliseconds=max_wait_ms), min_bytes=i32(1),
+        max_bytes=i32(1 << 20), isolation_level=0, session_id=i32(0), session_epoch=i32(-1),
+        topics=(FetchTopic(topic=TopicName(FETCH_TOPIC), partitions=(FetchPartition(
+            partition=i32(0), current_leader_epoch=i32(-1), fetch_offset=i64(offset), last_fetched_epoch=i32(-1),
+            log_start_offset=i64(-1), partition_max_bytes=i32(partition_max_bytes)),)),),
+        forgotten_topics_data=(), rack_id="")
+    return encode_request(body, correlation_id=1, client_id="bench")
+
+
+# --- the load generator -----------------------------------------------------------------------
+
+def client(host: str, port: int, frame: bytes, window: int, stop_at: float, counts, index: int) -> None:
+    """One connection: keep `window` copies of `frame` in flight until `stop_at`; count answers."""
+    sock = socket.create_connection((host, port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.sendall(frame * window)
+    buf = bytearray()
+    answered = 0
+    in_flight = window
+    while in_flight:
+        data = sock.recv(1 << 20)
+        if not data:
+            raise RuntimeError("the broker closed the connection")
+        buf += data
+        pos, done = 0, 0
+        while len(buf) - pos >= 4:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if len(buf) - pos - 4 < size:
+                break
+            pos += 4 + size
+            done += 1
+        del buf[:pos]
+        answered += done
+        in_flight -= done
+        if done and time.monotonic() < stop_at:
+            sock.sendall(frame * done)
+            in_flight += done
+    counts[index] = answered
+    sock.close()
+
+
+def run_load(bootstrap: tuple[str, int], frame: bytes, *, clients: int, window: int, seconds: float,
+             pid: int) -> dict:
+    counts = multiprocessing.Array("q", clients)
+    ctx = multiprocessing.get_context("fork")
+    warm_until = time.monotonic() + 0.3
+    procs = [ctx.Process(target=client, args=(*bootstrap, frame, window, warm_until + seconds, counts, i))
+             for i in range(clients)]
+    for p in procs:
+        p.start()
+    time.sleep(max(0.0, warm_until - time.monotonic()))
+    # Counting: broker CPU over the whole load (warm-up included) against every answer.
+    for p in procs:
+        p.join(60)
+    return {"requests": sum(counts)}
+
+
+def measure(bootstrap, frame, *, clients: int, window: int, seconds: float, pid: int,
+            profile: Path | None = None) -> dict:
+    if profile is not None:
+        os.kill(pid, signal.SIGUSR1)
+    cpu0, t0 = proc_cpu_s(pid), time.perf_counter()
+    load = run_load(bootstrap, frame, clients=clients, window=window, seconds=seconds, pid=pid)
+    cpu, wall = proc_cpu_s(pid) - cpu0, time.perf_counter() - t0
+    if profile is not None:
+        os.kill(pid, signal.SIGUSR2)
+        deadline = time.monotonic() + 10
+        while not profile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)  # let the dump finish
+    n = load["requests"]
+    return {"requests": n, "broker_cpu_s": cpu, "wall_s": wall, "req_s": n / wall,
+            "us_per_request": cpu / max(1, n) * 1e6, "broker_cpu_pct": 100 * cpu / wall}
+
+
+# --- the breakdown ----------------------------------------------------------------------------
+
+# The broker under cProfile with a CPU-time clock (time.thread_time_ns): time spent waiting for a
+# core is not counted, which a sampling profiler cannot tell apart on a loaded machine (py-spy
+# counts a runnable-but-waiting thread as busy, and put half the samples in epoll). Each
+# function's own time goes to a stage by its file and name; the first rule that matches wins.
+# cProfile's per-call overhead inflates Python code ~6x but not the syscalls, so the syscalls
+# (SYSCALLS) are counted as measured and the rest is scaled to what is left of the unprofiled
+# µs per request.
+PROFILED_BROKER = """
+import cProfile, runpy, signal, sys, time
+profile, out = cProfile.Profile(time.thread_time_ns, 1e-9), sys.argv[1]
+sys.argv = ["logbroker"] + sys.argv[2:]
+
+def start(*_):
+    profile.enable()
+
+def stop(*_):
+    profile.disable()
+    profile.dump_stats(out)
+
+signal.signal(signal.SIGUSR1, start)
+signal.signal(signal.SIGUSR2, stop)
+runpy.run_module("logbroker.cli", run_name="__main__")
+"""
+
+STAGES = [
+    ("read + frame", ("recv", "_read_ready", "data_received", "framing.py")),
+    ("write", ("'send'", "sendfile", "writelines", "_write_now", "_write_loop", "_send", "_write_bytes",
+               "transports.py", "selector_events.py:")),
+    ("decode", ("decode_request", "guard.py", "headers.py", "codec.py", "wire.py", "kio", "_kio_native")),
+    ("validate", ("log_validator.py", "batch.py", "crc32c", "records/")),
+    ("append", ("pwrite", "file_records.py", "log_segment.py", "index.py", "producer_state", "storage/")),
+    ("read (log)", ("fetch_messages", "_read_partition")),
+    ("delayed op / purgatory", ("purgatory.py", "group_commit.py")),
+    ("replica manager / partition", ("replica_manager.py", "partition.py", "types.py", "<string>", "clock.py")),
+    ("encode", ("protocol/responses/", "encode")),
+    ("respond", ("_respond",)),
+    ("handler + dispatch", ("server/apis/", "dispatch.py", "metrics.py", "authorization.py", "inspect.py")),
+    ("event loop", ("asyncio", "selectors.py", "epoll", "events.py", "base_events.py", "_asyncio")),
+]
+
+
+SYSCALLS = {"send", "recv", "recv_into", "sendfile", "pwritev", "pwrite", "write", "poll", "fsync", "fdatasync",
+            "pread", "sendmsg"}
+_BUILTIN = re.compile(r"method '?([\w.]+)'?")
+
+
+def breakdown(stats_path: Path, requests: int, unprofiled_us: float) -> dict[str, float]:
+    """µs of CPU per request by stage, from a cProfile dump (own time of each function): the
+    syscalls as measured, the Python scaled to the rest of `unprofiled_us`."""
+    import pstats
+
+    python: collections.Counter = collections.Counter()
+    syscalls: collections.Counter = collections.Counter()
+    for (file, line, func), (_cc, _nc, own_s, _cum, _callers) in pstats.Stats(str(stats_path)).stats.items():
+        builtin = _BUILTIN.search(func) if file == "~" else None
+        name = builtin.group(1).rsplit(".", 1)[-1] if builtin else func
+        where = f"{file}:{line}({func}) '{name}'"
+        stage = next((stage for stage, needles in STAGES if any(n in where for n in needles)), "other")
+        is_syscall = builtin is not None and name in SYSCALLS
+        (syscalls if is_syscall else python)[stage] += own_s / requests * 1e6
+    scale = max(0.0, unprofiled_us - sum(syscalls.values())) / max(1e-9, sum(python.values()))
+    stages = {stage: us * scale for stage, us in python.items()}
+    for stage, us in syscalls.items():
+        stages[stage] = stages.get(stage, 0.0) + us
+    stages["(of which syscalls)"] = sum(syscalls.values())
+    return stages
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+CASES = [
+    # name, frame maker, clients, window
+    ("produce 1 × 1 KiB, acks=1", lambda: produce_frame(acks=1, records=1, value_bytes=1024)),
+    ("produce 1 × 1 KiB, acks=all", lambda: produce_frame(acks=-1, records=1, value_bytes=1024)),
+    ("produce 10 × 100 B, acks=1", lambda: produce_frame(acks=1, records=10, value_bytes=100)),
+    ("produce 10 × 100 B, acks=all", lambda: produce_frame(acks=-1, records=10, value_bytes=100)),
+    ("fetch: a few records", lambda: fetch_frame(offset=0, max_wait_ms=500, partition_max_bytes=4096)),
+    ("fetch: waits 1 ms at the end", lambda: fetch_frame(offset=1 << 40, max_wait_ms=1, partition_max_bytes=4096)),
+]
+LOADS = [("ping-pong: 4 connections × 1", 4, 1), ("pipelined: 2 connections × 16", 2, 16)]
+
+
+def start_broker(root: Path, src: str | None, profiled: Path | None = None) -> BrokerProcess:
+    if src:
+        os.environ["PYTHONPATH"] = src
+    broker = BrokerProcess(root, overrides={"num.partitions": "1", "log.segment.bytes": str(1 << 30)})
+    if profiled is not None:
+        command = broker.command()
+        assert command[1:4] == ["-m", "logbroker.cli", "serve"], command
+        broker.command = lambda: [command[0], "-c", PROFILED_BROKER, str(profiled), *command[3:]]
+    broker.start()
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 0})
+    for f in admin.create_topics([NewTopic(TOPIC, 1, 1), NewTopic(FETCH_TOPIC, 1, 1)]).values():
+        f.result(30)
+    # A few records to fetch: ten 100 B batches at the start of the fetch topic.
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "log_level": 0})
+    for _ in range(10):
+        producer.produce(FETCH_TOPIC, os.urandom(100), partition=0)
+        producer.flush(10)
+    return broker
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="1 s per measurement instead of 3")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="breakdown by stage (cProfile, one extra broker per case)")
+    parser.add_argument("--src", action="append", default=[], help="logbroker source tree (repeatable)")
+    parser.add_argument("--cases", default="", help="substring filter on case names")
+    parser.add_argument("--keep", help="work in this directory and keep it (the profiles: profiled-N/stats)")
+    args = parser.parse_args(argv)
+    seconds = 1.0 if args.quick else 3.0
+    srcs = args.src or [None]
+    cases = [(n, f) for n, f in CASES if args.cases in n]
+    with tempfile.TemporaryDirectory(prefix="bench-request-cost-") as tmp:
+        root = Path(args.keep or tmp)
+        say("## Request cost (issue 20)")
+        for line in machine_info(root).lines():
+            say(line)
+        say(f"- load average: {os.getloadavg()}")
+        brokers = {src: start_broker(root / f"b{i}", src) for i, src in enumerate(srcs)}
+        results: dict = collections.defaultdict(list)
+        frames = {name: make() for name, make in cases}
+        for _ in range(args.repeat):
+            for name, _make in cases:
+                for load, clients, window in LOADS:
+                    for src, broker in brokers.items():
+                        r = measure((broker.host, broker.port), frames[name], clients=clients, window=window,
+                                    seconds=seconds, pid=broker.process.pid)
+                        results[(name, load, src)].append(r)
+        rows = []
+        for name, _ in cases:
+            for load, _c, _w in LOADS:
+                row = [name, load]
+                for src in srcs:
+                    runs = results[(name, load, src)]
+                    us = median([r["us_per_request"] for r in runs])
+                    row += [f"{us:.0f}", " / ".join(f"{r['us_per_request']:.0f}" for r in runs),
+                            f"{median([r['req_s'] for r in runs]):,.0f}"]
+                rows.append(row)
+        headers = ["request", "load"]
+        for src in srcs:
+            tag = f" ({src})" if src else ""
+            headers += [f"broker µs/request{tag}", "each run", "requests/s"]
+        say(table(headers, rows))
+        say(f"- load average after: {os.getloadavg()}")
+        if args.profile:
+            say("\n### Breakdown: µs of broker CPU per request by stage (cProfile, CPU clock; ping-pong)")
+            header = None
+            prow = []
+            load, clients, window = LOADS[0]
+            for name, _ in cases:
+                base = root / f"profiled-{len(prow)}"
+                broker = start_broker(base, srcs[-1], profiled=base / "stats")
+                r = measure((broker.host, broker.port), frames[name], clients=clients, window=window,
+                            seconds=seconds, pid=broker.process.pid, profile=base / "stats")
+                broker.stop()
+                plain = median([x["us_per_request"] for x in results[(name, load, srcs[-1])]])
+                stages = breakdown(base / "stats", r["requests"], plain)
+                header = header or [s for s, _ in STAGES] + ["other", "(of which syscalls)"]
+                prow.append([name, f"{plain:.0f}", f"{r['us_per_request']:.0f}"]
+                            + [f"{stages.get(s, 0.0):.1f}" for s in header])
+            say(table(["request", "µs (unprofiled)", "µs under cProfile"] + header, prow))
+        for broker in brokers.values():
+            broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
