@@ -247,6 +247,12 @@ class ReplicaManager:
                    (required_acks == -1 or (required_acks == 1 and tp in to_commit))}
         if not to_flush and not pending:
             return results
+        if not to_flush:
+            # Often acknowledged already (one node: the append moved the high watermark): answer
+            # now, without the coroutine, future and purgatory entry a wait would cost.
+            done = self._produce_acknowledged(results, pending, required_acks)
+            if done is not None:
+                return done
         return self._complete_produce(results, pending, to_flush, timeout_ms=timeout_ms,
                                       required_acks=required_acks)
 
@@ -301,6 +307,21 @@ class ReplicaManager:
         if not future.cancelled() and future.exception() is not None:
             log.error("Background flush of %s failed: %r", log_.topic_partition, future.exception())
 
+    def _produce_acknowledged(self, results, pending, required_acks: int) -> dict[TopicPartition, ProduceResult] | None:
+        """The answers of a produce whose `pending` partitions are all acknowledged (or failed)
+        now; None while one still waits."""
+        done = dict(results)
+        for tp, r in pending.items():
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader:
+                done[tp] = ProduceResult(NotLeaderOrFollowerError(f"Leadership of {tp} moved"))
+            elif acknowledged_end(partition, required_acks) <= r.last_offset:
+                return None
+            elif required_acks == -1 and len(partition.isr) < partition.log.config.min_insync_replicas:
+                done[tp] = ProduceResult(NotEnoughReplicasAfterAppendError(
+                    f"{tp}: written, but the ISR shrank below min.insync.replicas"))
+        return done
+
     async def _complete_produce(self, results, pending, to_flush, *, timeout_ms: int,
                                 required_acks: int) -> dict[TopicPartition, ProduceResult]:
         if to_flush:
@@ -311,17 +332,7 @@ class ReplicaManager:
             return results
 
         def check() -> dict[TopicPartition, ProduceResult] | None:
-            done = dict(results)
-            for tp, r in pending.items():
-                partition = self.partitions.get(tp)
-                if partition is None or not partition.is_leader:
-                    done[tp] = ProduceResult(NotLeaderOrFollowerError(f"Leadership of {tp} moved"))
-                elif acknowledged_end(partition, required_acks) <= r.last_offset:
-                    return None
-                elif required_acks == -1 and len(partition.isr) < partition.log.config.min_insync_replicas:
-                    done[tp] = ProduceResult(NotEnoughReplicasAfterAppendError(
-                        f"{tp}: written, but the ISR shrank below min.insync.replicas"))
-            return done
+            return self._produce_acknowledged(results, pending, required_acks)
 
         def expire() -> dict[TopicPartition, ProduceResult]:
             done = dict(results)
