@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -38,9 +39,11 @@ from logbroker.errors import (
     StaleBrokerEpochError,
 )
 from logbroker.metadata.controller import controlled_shutdown_state
-from logbroker.metadata.zookeeper_store import StaleStateError, ZooKeeperMetadataStore
 from logbroker.protocol.controlled_shutdown import ControlledShutdownRequestV3
 from logbroker.types import TopicPartition
+
+if TYPE_CHECKING:  # kazoo (~11 MiB, ~40 ms) is imported only when a cluster uses ZooKeeper
+    from logbroker.metadata.zookeeper_store import ZooKeeperMetadataStore
 
 log = logging.getLogger("kafka.server.KafkaServer")
 controller_log = logging.getLogger("kafka.controller.KafkaController")
@@ -122,6 +125,8 @@ def move_leadership_away(zk: ZooKeeperMetadataStore, broker_id: int, broker_epoc
 def _move_one(zk: ZooKeeperMetadataStore, tp: TopicPartition, replicas: tuple[int, ...],
               broker_id: int, live: set[int]) -> bool:
     """Move `tp` off `broker_id`; True if it still leads it afterwards."""
+    from logbroker.metadata.zookeeper_store import StaleStateError  # zk is one: kazoo is loaded
+
     for _attempt in range(_WRITE_ATTEMPTS):
         versioned = zk.partition_state_with_version(tp)
         if versioned is None:
