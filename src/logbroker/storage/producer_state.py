@@ -55,7 +55,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-import crc32c
 
 from logbroker.clock import Clock
 from logbroker.errors import (
@@ -64,7 +63,7 @@ from logbroker.errors import (
     OutOfOrderSequenceNumberError,
     TransactionCoordinatorFencedError,
 )
-from logbroker.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchHeader
+from logbroker.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchHeader, crc32c_of
 from logbroker.records.control import EndTransactionMarker
 from logbroker.storage.checkpoints import fsync_file, write_file_atomically
 
@@ -237,7 +236,7 @@ def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
         count += 1
     struct.pack_into(">i", body, _CRC_END, count)
     _SNAPSHOT_HEADER.pack_into(body, 0, PRODUCER_SNAPSHOT_VERSION,
-                               crc32c.crc32c(memoryview(body)[_CRC_END:]), count)
+                               crc32c_of(memoryview(body)[_CRC_END:]), count)
     return bytes(body)
 
 
@@ -253,7 +252,7 @@ def decode_snapshot(buf: bytes) -> list[ProducerStateEntry]:
     version, crc, count = _SNAPSHOT_HEADER.unpack_from(buf, 0)
     if version != PRODUCER_SNAPSHOT_VERSION:
         raise CorruptSnapshotError(f"snapshot contained an unknown file version {version}")
-    computed = crc32c.crc32c(memoryview(buf)[_CRC_END:])
+    computed = crc32c_of(memoryview(buf)[_CRC_END:])
     if crc != computed:
         raise CorruptSnapshotError(f"snapshot is corrupt (stored crc {crc}, computed {computed})")
     if count < 0 or _SNAPSHOT_HEADER.size + count * _SNAPSHOT_ENTRY.size > len(buf):
