@@ -171,6 +171,14 @@ class KafkaConnection(asyncio.Protocol):
             if asyncio.iscoroutine(result):
                 result = asyncio.ensure_future(result)
             self._slots.append(result)
+        if self.decoder.failed is not None:
+            # A bad size prefix after complete requests: answer those, then close (as Kafka).
+            log.warning("Closing connection from %s: %s", self.peer, self.decoder.failed)
+            self.transport.pause_reading()
+            self._reading_paused = False  # never resumed: the next slot closes
+            self._slots.append(CLOSE)
+            self._slot_ready.set()
+            return
         if frames:
             self._slot_ready.set()
         if len(self._slots) > MAX_IN_FLIGHT and not self._reading_paused:
