@@ -28,7 +28,7 @@ import logging
 import urllib.parse
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from logbroker.metadata import zk_data as zk
@@ -83,30 +83,9 @@ class ZkUserScramStore:
         self._update(user, lambda config: {k: v for k, v in config.items() if k != mechanism})
 
     def _update(self, user: str, change) -> None:
-        path = f"{USERS}/{sanitize(user)}"
-        notice = zk.encode_config_change("users", sanitize(user))
-        while True:
-            try:
-                data, stat = self._client.get(path)
-                config, version = zk.decode_config(data), stat.version
-            except NoNodeError:
-                config, version = {}, -1
-            new = change(config)
-            txn = self._client.transaction()
-            if version < 0:
-                txn.create(path, zk.encode_config(new))
-            else:
-                txn.set_data(path, zk.encode_config(new), version=version)
-            txn.create(f"{zk.CONFIG_CHANGES}/{zk.CONFIG_CHANGE_PREFIX}", notice, sequence=True)
-            results = txn.commit()
-            if isinstance(results[0], (BadVersionError, NodeExistsError, NoNodeError)):
-                log.debug("Concurrent change of user %s; reading it again", user)
-                continue
-            failed = next((r for r in results if isinstance(r, Exception)), None)
-            if failed is not None:
-                raise failed
-            self._users[user] = decode_scram_credentials(zk.encode_config(new))
-            return
+        from logbroker.metadata.zk_quotas import change_entity_config
+        new = change_entity_config(self._client, f"users/{sanitize(user)}", change)
+        self._users[user] = decode_scram_credentials(zk.encode_config(new))
 
     # -- watches ----------------------------------------------------------------------------------
     def read_all(self) -> None:

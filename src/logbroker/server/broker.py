@@ -63,6 +63,10 @@ class Broker:
         self.metrics = None  # server.metrics.MetricsServer when metrics.port is set
         self.authorizer = None  # security.authorizer.AclAuthorizer when authorizer.class.name is set
         self.user_store = None  # metadata.zk_users.ZkUserScramStore on a cluster
+        # Client quotas: the managers enforcing them, and where their configs live (the file
+        # store on a single node, metadata.zk_quotas.ZkClientQuotaStore on a cluster).
+        self.client_quotas = None
+        self.quota_store = None
         self.inter_broker_security = None  # client.ClientSecurity to reach other brokers, on a cluster
         self.listeners: list[Listener] = []
         self.default_log_config: LogConfig = config.default_log_config()
@@ -146,6 +150,7 @@ class Broker:
             self.controller = Controller(self.store, live_brokers=[])
         if self.authorizer is not None:
             await self._load_acls()
+        await self._load_client_quotas()
         self.producer_ids = ProducerIdManager(self.store)
         self.group_coordinator = GroupCoordinator(broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store, create_topic=self.create_topic, clock=self.clock,
                                                   live_brokers=(lambda: len(self.store.brokers())) if self.zk is not None else None)
@@ -187,6 +192,19 @@ class Broker:
             self.authorizer.load(acl_store)
             acl_store.watch_changes(self.authorizer.apply)
         await asyncio.get_running_loop().run_in_executor(None, load)
+
+    async def _load_client_quotas(self) -> None:
+        """Every quota config, before the listeners open; on a cluster the change notices keep
+        them current (server/zk_cluster.py)."""
+        from logbroker.server.client_quotas import ClientQuotas
+        self.client_quotas = ClientQuotas.from_config(self.config, clock_ms=self.clock.monotonic_ms)
+        if self.zk is None:
+            self.quota_store = self.store
+        else:
+            from logbroker.metadata.zk_quotas import ZkClientQuotaStore
+            self.quota_store = ZkClientQuotaStore(self.zk.client)
+        configs = await asyncio.get_running_loop().run_in_executor(None, self.quota_store.read_all)
+        self.client_quotas.load(configs)
 
     async def _connect_zookeeper(self) -> None:
         from logbroker.metadata.zookeeper_store import ZooKeeperMetadataStore

@@ -18,6 +18,7 @@ MODULES = (
     "alter_user_scram_credentials", "create_acls", "describe_acls", "delete_acls", "elect_leaders",
     "alter_partition_reassignments", "list_partition_reassignments",
     "controlled_shutdown", "write_txn_markers", "describe_producers",
+    "describe_client_quotas", "alter_client_quotas",
 )
 
 

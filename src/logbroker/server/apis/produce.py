@@ -14,6 +14,7 @@ from logbroker.errors import TopicAuthorizationFailedError
 from logbroker.protocol.responses.produce import ProducePartitionResult, ProduceTopicResult, encode_produce_response
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import TOPIC, allowed_names
+from logbroker.server.client_quotas import throttle_request
 from logbroker.server.network import CLOSE
 from logbroker.types import TopicPartition
 
@@ -31,8 +32,8 @@ def handle(broker, request):
     results = broker.replica_manager.append_records_now(
         timeout_ms=int(body.timeout.total_seconds() * 1000), required_acks=body.acks, entries=entries)
     if inspect.isawaitable(results):
-        return _respond_later(request, results, denied)
-    return _respond(request, results, denied)
+        return _respond_later(broker, request, results, denied)
+    return _respond(broker, request, results, denied)
 
 
 def unwritable(broker, request, entries: dict[TopicPartition, bytes]) -> list[TopicPartition]:
@@ -47,12 +48,17 @@ def unwritable(broker, request, entries: dict[TopicPartition, bytes]) -> list[To
     return denied
 
 
-async def _respond_later(request, pending, denied):
-    return _respond(request, await pending, denied)
+async def _respond_later(broker, request, pending, denied):
+    return _respond(broker, request, await pending, denied)
 
 
-def _respond(request, results, denied=()):
+def _respond(broker, request, results, denied=()):
+    """The response, carrying the throttle time of the client's produce byte-rate and request
+    quotas (counted here, once the append is done, as Kafka counts the request's size)."""
     body = request.body
+    quotas = broker.client_quotas
+    throttle_ms = 0 if quotas is None or not quotas.enabled else throttle_request(
+        broker, request, manager=quotas.produce, value=request.request_bytes)
     if body.acks == 0:
         return CLOSE if denied or any(r.error is not None for r in results.values()) else None
     by_topic: dict[str, list[ProducePartitionResult]] = {}
@@ -66,4 +72,5 @@ def _respond(request, results, denied=()):
             tp.partition, error.code if error else 0, r.base_offset, r.log_append_time_ms,
             r.log_start_offset, error_message=str(error) or None if error else None))
     topics = [ProduceTopicResult(name, parts) for name, parts in by_topic.items()]
-    return [encode_produce_response(request.api_version, request.correlation_id, topics)]
+    return [encode_produce_response(request.api_version, request.correlation_id, topics,
+                                    throttle_time_ms=throttle_ms)]
