@@ -42,8 +42,10 @@ def handle(broker, request):
     quotas = broker.client_quotas
     if quotas is not None and quotas.enabled and replica_id < 0 and quotas.fetch.quotas:
         # Never more than the consumer byte-rate quota lets through in its window (Kafka).
-        max_bytes = min(max_bytes, int(quotas.fetch.max_value_in_window(
-            principal_name(request.connection.principal), request.client_id or "")))
+        window_bytes = quotas.fetch.max_value_in_window(
+            principal_name(request.connection.principal), request.client_id or "")
+        if window_bytes < max_bytes:
+            max_bytes = int(window_bytes)
     results = broker.replica_manager.fetch_messages(
         replica_id=replica_id, max_wait_ms=int(body.max_wait.total_seconds() * 1000),
         min_bytes=body.min_bytes, max_bytes=max_bytes, partitions=requested,
