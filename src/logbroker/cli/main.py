@@ -18,6 +18,7 @@ COMMANDS = {
     "status": ("logbroker.cli.status", "status"),
     "groups": ("logbroker.cli.groups", "groups"),
     "users": ("logbroker.cli.users", "users"),
+    "configs": ("logbroker.cli.configs", "configs"),
     "acls": ("logbroker.cli.acls", "acls"),
     "dev-cluster": ("logbroker.cli.dev_cluster", "dev_cluster"),
     "leader-election": ("logbroker.cli.leader_election", "leader_election"),
