@@ -111,3 +111,33 @@ def test_quotas_survive_a_restart(broker_process):
     with RawClient(broker_process.bootstrap) as client:
         found = describe(client, [("user", 0, "kept")])[1]
     assert found == {(("user", "kept"), ("client-id", "app")): {"consumer_byte_rate": 4096.0}}
+
+
+THROTTLING_QUOTA_EXCEEDED = 89
+
+
+def create_topics(bootstrap: str, client_id: str, version: int, name: str, partitions: int):
+    with RawClient(bootstrap, client_id=client_id) as client:  # a new connection: the last one may be muted
+        response = client.request(19, version, timeout=30000, validate_only=False, topics=[{
+            "name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+            "configs": []}])
+    [topic] = response.topics
+    return int(topic.error_code), int(response.throttle_time.total_seconds() * 1000)
+
+
+def test_controller_mutation_rate_refuses_topic_creation_once_exhausted(shared_broker, topic):
+    client_id = f"mutator-{topic}"
+    with RawClient(shared_broker.bootstrap) as client:
+        # 1 partition a second: a burst of 11 (quota.window.num × 1 s)
+        assert alter(client, {"client-id": client_id}, [("controller_mutation_rate", 1.0)])[0] == 0
+    b = shared_broker.bootstrap
+    assert create_topics(b, client_id, 7, f"{topic}-a", 20) == (0, 9000)  # may go below zero once
+    code, throttle_ms = create_topics(b, client_id, 7, f"{topic}-b", 1)
+    assert code == THROTTLING_QUOTA_EXCEEDED and 8000 <= throttle_ms <= 9000
+    code, throttle_ms = create_topics(b, client_id, 5, f"{topic}-c", 1)  # v5: counted, not refused
+    assert code == 0 and throttle_ms > 8000
+    assert create_topics(b, f"other-{topic}", 7, f"{topic}-d", 1) == (0, 0)
+    with RawClient(b, client_id=client_id) as client:
+        response = client.request(20, 6, timeout_ms=30000, topics=[{"name": f"{topic}-a", "topic_id": None}])
+    assert int(response.responses[0].error_code) == THROTTLING_QUOTA_EXCEEDED
+    assert response.throttle_time.total_seconds() > 0

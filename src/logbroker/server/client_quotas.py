@@ -47,6 +47,7 @@ import math
 from time import perf_counter_ns
 from collections.abc import Callable, Mapping
 
+from logbroker.errors import ThrottlingQuotaExceededError
 from logbroker.metadata.quota_entities import (
     CONSUMER_BYTE_RATE,
     CONTROLLER_MUTATION_RATE,
@@ -322,3 +323,45 @@ def throttle_request(broker, request, *, manager: ClientQuotaManager | None = No
         throttled_by.throttled(user, client_id, throttle_ms, now_ms)
         connection.mute_for(throttle_ms)
     return throttle_ms
+
+
+class ControllerMutationQuota:
+    """The controller mutation quota of one CreateTopics, CreatePartitions or DeleteTopics request
+    (Kafka's Strict/PermissiveControllerMutationQuota). `strict` (CreateTopics v6+,
+    CreatePartitions v3+, DeleteTopics v5+): `check` raises THROTTLING_QUOTA_EXCEEDED for a topic
+    while the client's bucket is empty; older versions only count. `respond` puts the throttle
+    time in the response and mutes the connection for it."""
+
+    def __init__(self, broker, request, *, strict: bool) -> None:
+        self.broker = broker
+        self.request = request
+        self.strict = strict
+        self.throttle_ms = 0
+        quotas = broker.client_quotas
+        self.manager = quotas.controller_mutation \
+            if quotas is not None and quotas.enabled and quotas.controller_mutation.quotas else None
+        connection = request.connection
+        self.user = principal_name(connection.principal) if connection is not None else ""
+        self.client_id = request.client_id or ""
+
+    def check(self) -> None:
+        if self.manager is None or not self.strict:
+            return
+        wait_ms = self.manager.exceeded_throttle_ms(self.user, self.client_id, self.broker.client_quotas.clock_ms())
+        if wait_ms:
+            self.throttle_ms = max(self.throttle_ms, wait_ms)
+            raise ThrottlingQuotaExceededError("The throttling quota has been exceeded.")
+
+    def record(self, partitions: int) -> None:
+        if self.manager is not None:
+            throttle_ms = self.manager.record(self.user, self.client_id, partitions,
+                                              self.broker.client_quotas.clock_ms())
+            self.throttle_ms = max(self.throttle_ms, throttle_ms)
+
+    def respond(self, response: dict) -> dict:
+        request_ms = throttle_request(self.broker, self.request)
+        if self.throttle_ms > request_ms:
+            self.manager.throttled(self.user, self.client_id, self.throttle_ms, self.broker.client_quotas.clock_ms())
+            self.request.connection.mute_for(self.throttle_ms)
+        throttle_ms = max(request_ms, self.throttle_ms)
+        return {**response, "throttle_time": throttle_ms} if throttle_ms else response
