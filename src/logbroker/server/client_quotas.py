@@ -20,6 +20,9 @@ Throttling (KIP-219). After a request is counted, a rate above the quota gives a
 (rate - quota) / quota × the measured window, the time for which the client must be silent for its
 rate to come back to the quota. The response goes out at once carrying throttle_time_ms, and the
 connection is muted — the broker stops reading from it — for that long (KafkaConnection.mute_for).
+(Kafka delays instead the responses of request versions older than KIP-219's; logbroker answers
+every version at once, so such an old client is slowed by the mute alone. Requests already read
+from the socket when the mute starts — a pipelining client's — are still handled.)
 A fetch over its byte quota is answered empty (its bytes not counted), as Kafka does, and a fetch's
 max_bytes is capped at what the quota window allows. Request throttle times are bounded by one
 window (ClientRequestQuotaManager.maxThrottleTimeMs).
