@@ -115,3 +115,15 @@ def test_lookup_paths_sanitize_names():
                                     {"user": "<default>"}])
 def test_entity_paths_round_trip(entity):
     assert entity_of_path(entity_path(entity)) == entity
+
+
+def test_idle_sensors_expire():
+    clock = Clock()
+    quotas = ClientQuotas(clock_ms=clock)
+    quotas.update_entity("clients/<default>", {"producer_byte_rate": "100"})
+    quotas.produce.record("u", "a", 10, 0)
+    clock.now_ms = 3_000_000
+    quotas.produce.record("u", "b", 10, clock.now_ms)
+    clock.now_ms = 3_700_000
+    quotas.expire_sensors()
+    assert set(quotas.produce.sensors) == {("", "b")}

@@ -354,6 +354,7 @@ class Broker:
         self._every(c.log_flush_start_offset_checkpoint_interval_ms, lm.checkpoint_log_start_offsets, "log-start-offset checkpoint")
         self._every(c.replica_high_watermark_checkpoint_interval_ms, lm.checkpoint_high_watermarks, "high-watermark checkpoint")
         self._every(min(c.connections_max_idle_ms, 30_000), self.server.close_idle_connections, "idle connections", in_thread=False)
+        self._every(60_000, self.client_quotas.expire_sensors, "quota sensor expiration", in_thread=False)
         if self.cluster is not None:
             rm = self.replica_manager
             self._every(max(c.replica_lag_time_max_ms // 2, 10), lambda: rm.maybe_shrink_isr(c.replica_lag_time_max_ms),

@@ -62,6 +62,7 @@ from logbroker.metadata.quota_entities import (
 
 log = logging.getLogger("kafka.server.ClientQuotaManager")
 
+INACTIVE_SENSOR_EXPIRATION_MS = 3_600_000  # Kafka's ClientQuotaManager.InactiveSensorExpirationTimeSeconds
 NANOS_TO_PERCENTAGE = 100 / 1e9  # Kafka's nanosToPercentage: 1 s of time in one second = 100 %
 
 
@@ -132,12 +133,13 @@ class ThrottleStats:
 
 
 class ClientSensors:
-    __slots__ = ("tags", "rate", "throttle")
+    __slots__ = ("tags", "rate", "throttle", "last_ms")
 
-    def __init__(self, tags: tuple[str, str], rate: SampledRate) -> None:
+    def __init__(self, tags: tuple[str, str], rate: SampledRate, now_ms: float) -> None:
         self.tags = tags
         self.rate = rate
         self.throttle = ThrottleStats()
+        self.last_ms = now_ms  # when a value was last counted (idle sensors expire)
 
 
 class ClientQuotaManager:
@@ -183,8 +185,15 @@ class ClientQuotaManager:
     def sensors_for(self, tags: tuple[str, str], now_ms: float) -> ClientSensors:
         sensors = self.sensors.get(tags)
         if sensors is None:
-            sensors = self.sensors[tags] = ClientSensors(tags, SampledRate(self.samples, self.window_ms, now_ms))
+            sensors = self.sensors[tags] = ClientSensors(tags, SampledRate(self.samples, self.window_ms, now_ms),
+                                                         now_ms)
+        sensors.last_ms = now_ms
         return sensors
+
+    def expire_sensors(self, now_ms: float, inactive_ms: float) -> None:
+        """Forget the sensors of clients idle for `inactive_ms` (Kafka: one hour)."""
+        for tags in [t for t, s in self.sensors.items() if now_ms - s.last_ms > inactive_ms]:
+            del self.sensors[tags]
 
     def record(self, user: str, client_id: str, value: float, now_ms: float) -> int:
         """Count `value` and return the throttle time (ms) its quota asks for, 0 within it."""
@@ -227,6 +236,11 @@ class TokenBucketQuotaManager(ClientQuotaManager):
     def __init__(self, quota_key: str, metric_group: str, *, samples: int, window_ms: int) -> None:
         super().__init__(quota_key, metric_group, samples=samples, window_ms=window_ms)
         self._buckets: dict[tuple[str, str], list[float]] = {}  # tags → [tokens, last ms]
+
+    def expire_sensors(self, now_ms: float, inactive_ms: float) -> None:
+        super().expire_sensors(now_ms, inactive_ms)
+        for tags in [t for t in self._buckets if t not in self.sensors]:
+            del self._buckets[tags]
 
     def _tokens(self, bound: float, tags: tuple[str, str], now_ms: float) -> list[float]:
         burst = bound * self.samples * self.window_ms / 1000
@@ -277,6 +291,11 @@ class ClientQuotas:
                    controller_samples=getattr(config, "controller_quota_window_num", 11),
                    controller_window_seconds=getattr(config, "controller_quota_window_size_seconds", 1),
                    clock_ms=clock_ms)
+
+    def expire_sensors(self, inactive_ms: float = INACTIVE_SENSOR_EXPIRATION_MS) -> None:
+        now_ms = self.clock_ms()
+        for manager in self.managers:
+            manager.expire_sensors(now_ms, inactive_ms)
 
     def load(self, configs: Mapping[str, Mapping[str, str]]) -> None:
         for path, config in configs.items():
