@@ -127,3 +127,11 @@ def test_idle_sensors_expire():
     clock.now_ms = 3_700_000
     quotas.expire_sensors()
     assert set(quotas.produce.sensors) == {("", "b")}
+
+
+@pytest.mark.parametrize(("name", "znode"), [("alice", "alice"), ("a b", "a%20b"), ("a/b", "a%2Fb"),
+                                             ("x*~", "x%2A%7E"), (".", "%2E"), ("..", "%2E%2E"),
+                                             ("<default>", "%3Cdefault%3E")])
+def test_names_are_sanitized_as_kafka_does(name, znode):
+    assert sanitize(name) == znode
+    assert entity_of_path(entity_path({"user": name})) == {"user": name}

@@ -22,10 +22,10 @@ AlterClientQuotas entry (ClientQuotaControlManager), each failure an InvalidRequ
 from __future__ import annotations
 
 import math
-import urllib.parse
 from collections.abc import Iterable, Mapping
 
 from logbroker.errors import InvalidRequestError
+from logbroker.metadata.sanitizer import desanitize, sanitize
 
 USER = "user"
 CLIENT_ID = "client-id"
@@ -48,15 +48,6 @@ LONG_MAX = (1 << 63) - 1
 
 # An entity: (user, client id), each absent (ABSENT) or a name, None being the default.
 ABSENT = ""
-
-
-def sanitize(name: str) -> str:
-    """Kafka's Sanitizer.sanitize: URL-encoding with '*' and '~' escaped too, ' ' as %20."""
-    return urllib.parse.quote(name, safe="").replace("~", "%7E").replace("*", "%2A")
-
-
-def desanitize(name: str) -> str:
-    return urllib.parse.unquote(name)
 
 
 def _part(name: str | None) -> str:
