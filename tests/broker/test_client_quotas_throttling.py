@@ -186,3 +186,20 @@ def test_request_percentage_limits_a_hot_client(shared_broker):
     assert free_throttle == 0
     assert hot_throttle > 0
     assert hot_rate < 0.3 * free_rate, (hot_rate, free_rate)
+
+
+def test_kafka_python_reports_the_produce_throttle_time(shared_broker, topic):
+    import kafka
+
+    create_topic(shared_broker.bootstrap, topic)
+    client_id = f"kp-{uuid.uuid4().hex[:6]}"
+    set_quota(shared_broker.bootstrap, {"client-id": client_id}, producer_byte_rate=1000)
+    producer = kafka.KafkaProducer(bootstrap_servers=shared_broker.bootstrap, client_id=client_id, linger_ms=0)
+    try:
+        for _ in range(2):  # 10 s of quota (10 000 bytes) in the first window, then throttled
+            producer.send(topic, b"x" * 8000).get(timeout=60)
+        throttles = [v for group in producer.metrics().values() for k, v in group.items()
+                     if k == "throttle-time-max"]
+        assert throttles and max(throttles) > 0, producer.metrics()
+    finally:
+        producer.close(timeout=5)
