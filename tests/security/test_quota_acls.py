@@ -50,3 +50,37 @@ def test_quota_apis_need_cluster_config_operations(quota_acl_broker, tmp_path):
                                         resource=ResourceType.BROKER))
     assert configs(quota_acl_broker, "alice", tmp_path, "--alter", "--entity-type", "clients",
                    "--entity-name", "acl-app", "--delete-config", "producer_byte_rate").returncode == 0
+
+
+def metadata_throttled(broker, user: str) -> bool:
+    """Whether Metadata requests of the SASL user `user` come back throttled (a few tries)."""
+    import asyncio
+
+    from kio.index import load_request_schema
+
+    from logbroker.cli.configs import client_security
+    from logbroker.client import KafkaConnection
+    from logbroker.server.responses import build
+
+    security = client_security({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                                "sasl.username": user, "sasl.password": PASSWORDS[user]})
+
+    async def probe() -> bool:
+        connection = KafkaConnection(broker.host, broker.port, client_id="same-app", security=security)
+        body = build(load_request_schema(3, 12), {"topics": None, "allow_auto_topic_creation": False,
+                                                  "include_topic_authorized_operations": False})
+        try:
+            for _ in range(20):
+                if (await connection.request(body)).throttle_time.total_seconds() > 0:
+                    return True
+            return False
+        finally:
+            await connection.close()
+    return asyncio.run(probe())
+
+
+def test_a_user_quota_applies_to_the_authenticated_principal(quota_acl_broker, tmp_path):
+    assert configs(quota_acl_broker, "admin", tmp_path, "--alter", "--entity-type", "users", "--entity-name",
+                   "bob", "--add-config", "request_percentage=0.0001").returncode == 0
+    assert metadata_throttled(quota_acl_broker, "bob")
+    assert not metadata_throttled(quota_acl_broker, "alice")  # same client id, another user
