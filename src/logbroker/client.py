@@ -96,11 +96,19 @@ class KafkaConnection:
 
     async def request(self, body: Any) -> Any:
         """Send one request and return its decoded response. Raises ConnectionClosedError."""
+        return await self._call(self._round_trip, body)
+
+    async def request_frame(self, body: Any) -> bytes:
+        """Send one request and return its response frame undecoded (correlation id first), for
+        a caller that reads a field kio cannot (DescribeTransactions' -1 start time)."""
+        return await self._call(self._exchange, body)
+
+    async def _call(self, exchange, body: Any):
         async with self._lock:
             try:
                 if self._writer is None:
                     await self._open()
-                return await self._round_trip(body)
+                return await exchange(body)
             except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
                 await self.close()
                 raise ConnectionClosedError(f"connection to {self.host}:{self.port} failed: {exc!r}") from exc
@@ -145,13 +153,16 @@ class KafkaConnection:
                 f"{self.security.username!r}: {response.error_message}")
         return response.auth_bytes
 
-    async def _round_trip(self, body: Any) -> Any:
+    async def _exchange(self, body: Any) -> bytes:
         self._correlation_id += 1
         self._writer.write(encode_request(body, correlation_id=self._correlation_id,
                                           client_id=self.client_id))
         await self._writer.drain()
         size = _SIZE.unpack(await asyncio.wait_for(self._reader.readexactly(4), self.timeout_s))[0]
-        frame = await asyncio.wait_for(self._reader.readexactly(size), self.timeout_s)
+        return await asyncio.wait_for(self._reader.readexactly(size), self.timeout_s)
+
+    async def _round_trip(self, body: Any) -> Any:
+        frame = await self._exchange(body)
         cls = type(body)
         correlation_id, response = decode_response(frame, api_key=cls.__api_key__,
                                                    api_version=cls.__version__)
@@ -172,3 +183,33 @@ class KafkaConnection:
                 await writer.wait_closed()
             except OSError:
                 pass
+
+
+class BrokerConnections:
+    """One KafkaConnection per broker id, opened on first use: how a broker reaches the others'
+    inter-broker listener for its own requests (transaction markers, KIP-890 verification).
+    `endpoint(broker_id)` gives (host, port), or None while the broker is unknown."""
+
+    def __init__(self, *, endpoint, client_id: str, security: ClientSecurity = PLAINTEXT,
+                 timeout_ms: int = 30_000) -> None:
+        self._endpoint = endpoint
+        self._client_id = client_id
+        self._security = security
+        self._timeout_s = timeout_ms / 1000
+        self._connections: dict[int, KafkaConnection] = {}
+
+    def get(self, broker_id: int) -> KafkaConnection | None:
+        connection = self._connections.get(broker_id)
+        if connection is None:
+            address = self._endpoint(broker_id)
+            if address is None:
+                return None
+            connection = self._connections[broker_id] = KafkaConnection(
+                address[0], address[1], client_id=self._client_id, timeout_s=self._timeout_s,
+                security=self._security)
+        return connection
+
+    async def close(self) -> None:
+        for connection in self._connections.values():
+            await connection.close()
+        self._connections.clear()

@@ -18,6 +18,9 @@ class KafkaError(Exception):
     code: int = -1
     name: str = "UNKNOWN_SERVER_ERROR"
     retriable: bool = False
+    # KIP-467: `(batch index, message)` of each record that failed validation, when the error
+    # can name them (Kafka's RecordValidationException); a Produce v8+ answer lists them.
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 def _error(name: str, code: int, *, retriable: bool = False) -> type[KafkaError]:
@@ -144,3 +147,11 @@ def error_name(code: int) -> str:
         return "NONE"
     cls = BY_CODE.get(code)
     return cls.name if cls else f"UNKNOWN_ERROR_CODE_{code}"
+
+
+def error_for_code(code: int, message: str = "") -> KafkaError | None:
+    """The KafkaError of a code a peer answered (None for 0), for code that acts on it."""
+    if code == 0:
+        return None
+    cls = BY_CODE.get(code, UnknownServerError)
+    return cls(message or f"answered {cls.name}")

@@ -119,6 +119,14 @@ class BrokerProcess:
             self.stop()
 
 
+def rack_overrides(racks: str | None) -> dict[int, dict[str, str]]:
+    """`a,b,c` → broker.rack a for broker 1, b for broker 2, …; an empty item leaves one unset."""
+    if not racks:
+        return {}
+    return {broker_id: {"broker.rack": rack.strip()}
+            for broker_id, rack in enumerate(racks.split(","), 1) if rack.strip()}
+
+
 def wait_for(condition, timeout_s: float = 30.0, interval_s: float = 0.1, *, what: str = "condition"):
     """Poll `condition()` until it returns something truthy, and return that; AssertionError
     naming `what` after `timeout_s`. Tests wait on conditions, never on fixed sleeps."""
@@ -316,8 +324,9 @@ if pytest is not None:
         process.kill()
 
     def pytest_configure(config) -> None:
-        config.addinivalue_line("markers", "logbroker_cluster(brokers=3, **overrides): the size and "
-                                "broker config (Kafka's keys) of the `logbroker_cluster` fixture")
+        config.addinivalue_line("markers", "logbroker_cluster(brokers=3, racks=None, **overrides): the "
+                                "size, the racks (`a,b,c`: broker.rack of brokers 1, 2, 3) and broker "
+                                "config (Kafka's keys) of the `logbroker_cluster` fixture")
 
     @pytest.fixture(scope="session")
     def logbroker_zookeeper(tmp_path_factory):
@@ -335,14 +344,16 @@ if pytest is not None:
         """A started `ClusterProcess` (3 brokers unless marked otherwise) in a fresh chroot of the
         session's ZooKeeper. Size and config come from the marker:
 
-            @pytest.mark.logbroker_cluster(brokers=3, **{"replica.lag.time.max.ms": "3000"})
+            @pytest.mark.logbroker_cluster(brokers=3, racks="a,b,c", **{"replica.lag.time.max.ms": "3000"})
         """
         import uuid
         marker = request.node.get_closest_marker("logbroker_cluster")
         kwargs = dict(marker.kwargs) if marker else {}
         brokers = int(kwargs.pop("brokers", 3))
+        racks = kwargs.pop("racks", None)
         cluster = ClusterProcess(tmp_path_factory.mktemp("logbroker-cluster"), brokers=brokers,
                                  zk_connect=f"{logbroker_zookeeper.connect_string}/c-{uuid.uuid4().hex[:12]}",
-                                 overrides={k: str(v) for k, v in kwargs.items()})
+                                 overrides={k: str(v) for k, v in kwargs.items()},
+                                 broker_overrides=rack_overrides(racks))
         yield cluster.start()
         cluster.close()

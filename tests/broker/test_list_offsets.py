@@ -184,6 +184,23 @@ def test_every_list_offsets_version_answers_latest_and_by_time(shared_broker, ti
     assert (int(past.error_code), past.offset, past.timestamp) == (0, -1, -1)
 
 
+@pytest.mark.parametrize("version", [8, 9, 10])
+def test_tiered_storage_specs_are_answered_as_kafka_without_tiered_storage(shared_broker, topic, version):
+    # -4 earliest local timestamp (v8) is the log start; -5 latest tiered timestamp (v9) is -1/-1.
+    create_topic(shared_broker.bootstrap, topic)
+    with RawClient(shared_broker.bootstrap) as client:
+        empty_local = client.list_offset(topic, 0, -4, version=version)
+        client.produce(topic, 0, build_batch([(b"k", b"v")] * 3))
+        [deleted] = admin(shared_broker.bootstrap).delete_records([CkTopicPartition(topic, 0, 1)]).values()
+        deleted.result(TIMEOUT_S)
+        local = client.list_offset(topic, 0, -4, version=version)
+        tiered = client.list_offset(topic, 0, -5, version=version)
+    assert (int(empty_local.error_code), empty_local.offset, empty_local.timestamp) == (0, 0, -1)
+    assert (int(local.error_code), local.offset, local.timestamp, local.leader_epoch) == (0, 1, -1, 0)
+    if version >= 9:
+        assert (int(tiered.error_code), tiered.offset, tiered.timestamp, tiered.leader_epoch) == (0, -1, -1, -1)
+
+
 def test_unknown_partition_is_unknown_topic_or_partition(shared_broker, timed_topic):
     topic, _ = timed_topic
     with RawClient(shared_broker.bootstrap) as client:

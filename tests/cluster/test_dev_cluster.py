@@ -1,4 +1,5 @@
-"""`logbroker dev-cluster`: ZooKeeper and three brokers in one command, stopped cleanly by SIGTERM."""
+"""`logbroker dev-cluster`: ZooKeeper and three brokers in one command (each in its rack),
+stopped cleanly by SIGTERM."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def test_dev_cluster_serves_three_brokers_and_stops_cleanly_on_sigterm(zookeeper
     # (`zookeeper` only to skip where java or the ZooKeeper jar is missing.)
     process = subprocess.Popen(
         [sys.executable, "-m", "logbroker.cli", "dev-cluster", "--brokers", "3", "--port", "0",
-         "--dir", str(tmp_path / "dev")],
+         "--dir", str(tmp_path / "dev"), "--racks", "a,b,c"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         bootstrap = None
@@ -38,6 +39,8 @@ def test_dev_cluster_serves_three_brokers_and_stops_cleanly_on_sigterm(zookeeper
         md = wait_for(lambda: (lambda m: m if len(m.brokers) == 3 else None)(admin.list_topics(timeout=10)))
         assert sorted(md.brokers) == [1, 2, 3]
         assert md.controller_id in (1, 2, 3)
+        nodes = admin.describe_cluster(request_timeout=10).result(10).nodes
+        assert sorted((n.id, n.rack) for n in nodes) == [(1, "a"), (2, "b"), (3, "c")]
 
         process.send_signal(signal.SIGTERM)
         rest, _ = process.communicate(timeout=60)

@@ -224,8 +224,10 @@ def test_confluent_admin_lists_describes_and_deletes_groups(group_broker):
     admin = AdminClient({"bootstrap.servers": bootstrap})
     listed = admin.list_consumer_groups().result(TIMEOUT_S)
     assert group in {g.group_id for g in listed.valid}
-    described = admin.describe_consumer_groups([group])[group].result(TIMEOUT_S)
+    described = admin.describe_consumer_groups([group], include_authorized_operations=True)[group].result(TIMEOUT_S)
     assert described.state == ConsumerGroupState.STABLE
+    # No authorizer: every group operation is allowed.
+    assert {op.name for op in described.authorized_operations} == {"READ", "DESCRIBE", "DELETE"}
     assert [m.client_id for m in described.members] == ["admin-test"]
     assert sorted(tp.partition for tp in described.members[0].assignment.topic_partitions) == list(range(PARTITIONS))
     with pytest.raises(Exception, match="NON_EMPTY_GROUP|not empty"):

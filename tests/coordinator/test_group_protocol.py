@@ -55,7 +55,7 @@ def heartbeat(raw: Raw, group_id: str, member_id: str, generation: int, instance
                        group_instance_id=instance).error_code
 
 
-def test_find_coordinator_answers_this_broker_for_groups_only(bootstrap):
+def test_find_coordinator_answers_this_broker_for_groups_and_transactions(bootstrap):
     host, port = bootstrap.rsplit(":", 1)
     with Raw(bootstrap) as raw:
         v3 = raw.request(ApiKey.FIND_COORDINATOR, 3, key="some-group", key_type=0)
@@ -63,7 +63,9 @@ def test_find_coordinator_answers_this_broker_for_groups_only(bootstrap):
         v4 = raw.request(ApiKey.FIND_COORDINATOR, 4, key_type=0, coordinator_keys=["a", "b"])
         assert [(c.key, c.error_code, c.port) for c in v4.coordinators] == [("a", 0, int(port)), ("b", 0, int(port))]
         txn = raw.request(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=["txn"])
-        assert txn.coordinators[0].error_code == COORDINATOR_NOT_AVAILABLE
+        assert [(c.key, c.error_code, c.port) for c in txn.coordinators] == [("txn", 0, int(port))]
+        other = raw.request(ApiKey.FIND_COORDINATOR, 3, key="x", key_type=2)
+        assert other.error_code == 42  # INVALID_REQUEST
 
 
 def test_first_join_requires_member_id_then_leader_gets_metadata(bootstrap):

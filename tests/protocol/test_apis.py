@@ -18,23 +18,25 @@ ALL_VERSIONS = [(spec.api_key, v) for spec in SUPPORTED_APIS.values()
 
 def test_table_has_the_ranges_the_broker_implements():
     expected = {
-        ApiKey.API_VERSIONS: (0, 4), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 11),
-        ApiKey.FETCH: (4, 16), ApiKey.LIST_OFFSETS: (1, 7), ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+        ApiKey.API_VERSIONS: (0, 4), ApiKey.METADATA: (0, 13), ApiKey.PRODUCE: (3, 11),
+        ApiKey.FETCH: (4, 17), ApiKey.LIST_OFFSETS: (1, 10), ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
         ApiKey.CREATE_TOPICS: (2, 7), ApiKey.DELETE_TOPICS: (1, 6), ApiKey.CREATE_PARTITIONS: (0, 3),
         ApiKey.DESCRIBE_CONFIGS: (1, 4), ApiKey.ALTER_CONFIGS: (0, 2),
-        ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.DESCRIBE_CLUSTER: (0, 1),
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.DESCRIBE_CLUSTER: (0, 2),
         ApiKey.DELETE_RECORDS: (0, 2), ApiKey.INIT_PRODUCER_ID: (0, 4),
-        ApiKey.OFFSET_COMMIT: (2, 9), ApiKey.OFFSET_FETCH: (1, 9), ApiKey.FIND_COORDINATOR: (0, 4),
+        ApiKey.OFFSET_COMMIT: (2, 10), ApiKey.OFFSET_FETCH: (1, 10), ApiKey.FIND_COORDINATOR: (0, 6),
         ApiKey.JOIN_GROUP: (0, 9), ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 5),
-        ApiKey.SYNC_GROUP: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 5), ApiKey.LIST_GROUPS: (0, 5),
+        ApiKey.SYNC_GROUP: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 6), ApiKey.LIST_GROUPS: (0, 5),
         ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0),
         ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2),
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
         ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
         ApiKey.ELECT_LEADERS: (0, 2), ApiKey.CONTROLLED_SHUTDOWN: (1, 3),
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
         ApiKey.DESCRIBE_ACLS: (1, 3), ApiKey.CREATE_ACLS: (1, 3), ApiKey.DELETE_ACLS: (1, 3),
-        ApiKey.WRITE_TXN_MARKERS: (1, 2), ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+        ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4), ApiKey.END_TXN: (0, 4),
+        ApiKey.TXN_OFFSET_COMMIT: (0, 4), ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+        ApiKey.LIST_TRANSACTIONS: (0, 1), ApiKey.WRITE_TXN_MARKERS: (1, 2), ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     }
     assert {k: (s.min_version, s.max_version) for k, s in SUPPORTED_APIS.items()} == expected
 
@@ -44,6 +46,8 @@ def test_nothing_opt_in_is_advertised():
     assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in SUPPORTED_APIS
     assert ApiKey.GET_TELEMETRY_SUBSCRIPTIONS not in SUPPORTED_APIS
     assert SUPPORTED_APIS[ApiKey.PRODUCE].max_version <= 11
+    assert SUPPORTED_APIS[ApiKey.END_TXN].max_version <= 4
+    assert SUPPORTED_APIS[ApiKey.TXN_OFFSET_COMMIT].max_version <= 4
 
 
 @pytest.mark.parametrize("api_key, version", ALL_VERSIONS)
@@ -57,8 +61,8 @@ def test_every_supported_version_has_kio_classes_and_matching_flexibility(api_ke
 
 def test_is_supported():
     assert apis.is_supported(ApiKey.METADATA, 0)
-    assert apis.is_supported(ApiKey.METADATA, 12)
-    assert not apis.is_supported(ApiKey.METADATA, 13)
+    assert apis.is_supported(ApiKey.METADATA, 13)
+    assert not apis.is_supported(ApiKey.METADATA, 14)
     assert not apis.is_supported(ApiKey.PRODUCE, 2)
     assert not apis.is_supported(ApiKey.JOIN_GROUP, 10)
     assert apis.is_supported(ApiKey.SASL_HANDSHAKE, 0)

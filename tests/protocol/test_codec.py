@@ -76,7 +76,7 @@ def test_kafka_api_we_do_not_implement_is_unknown():
 
 
 @pytest.mark.parametrize("api_key, version", [(ApiKey.PRODUCE, 2), (ApiKey.PRODUCE, 12),
-                                              (ApiKey.METADATA, 13), (ApiKey.FETCH, 17),
+                                              (ApiKey.METADATA, 14), (ApiKey.FETCH, 18),
                                               (ApiKey.METADATA, -1)])
 def test_unsupported_version_is_an_error(api_key, version):
     with pytest.raises(UnsupportedApiVersionError) as info:

@@ -50,11 +50,12 @@ def kio_metadata_response(version, *, brokers, topics, cluster_id=None, controll
         "cluster_id": cluster_id, "controller_id": controller_id,
         "topics": [{**t._asdict(), "partitions": [p._asdict() for p in t.partitions]} for t in topics],
         "cluster_authorized_operations": cluster_authorized_operations,
+        "error_code": 0,  # v13+
     }
     return kio_build(load_response_schema(3, version), values)
 
 
-@pytest.mark.parametrize("version", range(0, 13))
+@pytest.mark.parametrize("version", range(0, 14))
 @settings_
 @given(data=st.data(), brokers=brokers, cluster_id=st.none() | names, controller_id=int32,
        throttle_time_ms=int32, cluster_authorized_operations=int32, correlation_id=int32)
@@ -76,7 +77,7 @@ def ten_topic_metadata():
     return brokers, topics
 
 
-@pytest.mark.parametrize("version", range(0, 13))
+@pytest.mark.parametrize("version", range(0, 14))
 def test_typical_metadata_response_matches_kio(version):
     brokers, topics = ten_topic_metadata()
     kwargs = dict(brokers=brokers, topics=topics, cluster_id="abc", controller_id=0)
@@ -109,7 +110,7 @@ def test_list_offsets_response_matches_kio(version, topics, throttle_time_ms, co
 
 
 @pytest.mark.parametrize("encode, version", [
-    (lambda v: encode_metadata_response(v, 1, brokers=[], topics=[]), 13),
+    (lambda v: encode_metadata_response(v, 1, brokers=[], topics=[]), 14),
     (lambda v: encode_list_offsets_response(v, 1, []), 0),
     (lambda v: encode_list_offsets_response(v, 1, []), 12),
 ])

@@ -111,3 +111,15 @@ def test_a_follower_truncates_where_its_epoch_ends_at_the_leader(tmp_path, clock
     assert truncation_offset(log, 2, 7) == 7
     assert truncation_offset(log, 2, 12) == 10  # never past our own log end
     assert truncation_offset(log, -1, -1) is None
+
+
+def test_read_replica_candidates_are_in_sync_followers_holding_the_offset(leader, clock):
+    # KIP-392: a consumer may be sent only to a follower in the ISR that has the fetch offset.
+    leader.append_records_to_leader(batch(10), required_acks=1)
+    leader.update_follower_fetch(2, 10)
+    leader.update_follower_fetch(3, 6)
+    clock.advance(5)
+    assert [(r, end) for r, end, _ in leader.caught_up_followers(6)] == [(2, 10), (3, 6)]
+    assert [r for r, _, _ in leader.caught_up_followers(8)] == [2]
+    leader.isr = (1, 3)  # 2 left the ISR
+    assert leader.caught_up_followers(8) == []

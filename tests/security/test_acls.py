@@ -172,6 +172,25 @@ def test_group_admin_apis_check_group_acls(acl_broker):
     assert failure_code(deleted) == confluent_kafka.KafkaError.GROUP_AUTHORIZATION_FAILED
 
 
+def test_describe_groups_reports_the_group_operations_the_caller_may_perform(acl_broker):
+    topic = new_topic(acl_broker)
+    group = f"ops-{uuid.uuid4().hex[:8]}"
+    commit_as_admin(acl_broker, group, topic)
+    create_acls(acl_broker, allow("User:alice", AclOperation.READ, group, resource=ResourceType.GROUP),
+                allow("User:bob", AclOperation.DESCRIBE, group, resource=ResourceType.GROUP))
+
+    def operations(user: str) -> set:
+        [future] = admin(acl_broker, user).describe_consumer_groups(
+            [group], include_authorized_operations=True, request_timeout=30).values()
+        return set(future.result().authorized_operations)
+
+    assert operations("admin") == {AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE}
+    assert operations("alice") == {AclOperation.READ, AclOperation.DESCRIBE}  # Read implies Describe
+    assert operations("bob") == {AclOperation.DESCRIBE}
+    [plain] = admin(acl_broker, "bob").describe_consumer_groups([group], request_timeout=30).values()
+    assert plain.result().authorized_operations is None
+
+
 def test_topic_admin_needs_create_delete_and_config_acls(acl_broker):
     name = f"made-by-bob-{uuid.uuid4().hex[:8]}"
     [created] = admin(acl_broker, "bob").create_topics([NewTopic(name, 1, 1)], request_timeout=30).values()
@@ -315,6 +334,17 @@ def test_acls_survive_a_restart_and_allow_everyone_if_no_acl_found(tmp_path):
         assert produce(broker, "bob", guarded, 1) == [
             confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED]
         assert produce(broker, "bob", open_topic, 1) == [0]  # no ACL on it: everyone
+
+
+def test_kraft_standard_authorizer_is_the_same_acl_authorizer(tmp_path):
+    overrides = {**SASL_OVERRIDES,
+                 "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    with BrokerProcess(tmp_path, overrides=overrides) as broker:
+        topic = new_topic(broker)  # admin is a super user
+        create_acls(broker, allow("User:alice", AclOperation.WRITE, topic))
+        assert produce(broker, "alice", topic, 1) == [0]
+        assert produce(broker, "bob", topic, 1) == [confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED]
+        forget_admins()
 
 
 def test_unknown_authorizer_class_refuses_startup(tmp_path):

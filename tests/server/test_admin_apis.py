@@ -489,6 +489,36 @@ def test_incremental_alter_configs_errors(bootstrap, topic, op, expected, messag
     assert overrides(bootstrap, topic) == {"retention.ms": "60000"}
 
 
+# Topic configs Kafka 3.9 has and 4.0 removed: accepted and validated as Kafka 3.9 does,
+# described back, no effect, one deprecation WARN line each.
+REMOVED_IN_KAFKA_4 = {"message.format.version": "2.8", "message.downconversion.enable": "false",
+                      "message.timestamp.difference.max.ms": "86400000"}
+
+
+def test_kafka_3_configs_removed_in_kafka_4_are_accepted_and_described(shared_broker, topic):
+    bootstrap = shared_broker.bootstrap
+    create(bootstrap, topic, config=REMOVED_IN_KAFKA_4)
+    assert overrides(bootstrap, topic) == REMOVED_IN_KAFKA_4
+    produce(bootstrap, topic, 3)
+    warnings = [line for line in shared_broker.new_log_text().splitlines()
+                if "WARN" in line and f"of topic `{topic}` is deprecated" in line]
+    assert [w.split("Topic configuration ")[1].split(" ")[0] for w in warnings] == list(REMOVED_IN_KAFKA_4)
+
+    incremental(bootstrap, topic, ("message.format.version", "3.0-IV1", AlterConfigOpType.SET)).result(TIMEOUT_S)
+    assert overrides(bootstrap, topic)["message.format.version"] == "3.0-IV1"
+    assert topic_configs(bootstrap, f"{topic}")["message.format.version"].is_default is False
+
+
+def test_a_bad_message_format_version_is_invalid_config(bootstrap, topic):
+    create(bootstrap, topic)
+    error = failure(incremental(bootstrap, topic, ("message.format.version", "9.9", AlterConfigOpType.SET)))
+    assert error.code() == KafkaError.INVALID_CONFIG
+    assert "Version 9.9 is not a valid version" in error.str()
+    configs = topic_configs(bootstrap, topic)
+    assert (configs["message.format.version"].value, configs["message.format.version"].is_default) == (
+        "3.0-IV1", True)
+
+
 def test_alter_configs_of_unknown_topic_is_unknown_topic_or_partition(bootstrap, topic):
     assert failure(alter(bootstrap, topic, {"retention.ms": "1"})).code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     error = failure(incremental(bootstrap, topic, ("retention.ms", "1", AlterConfigOpType.SET)))
@@ -513,7 +543,9 @@ def test_describe_cluster(bootstrap):
     client.close()
 
     host, port = bootstrap.rsplit(":", 1)
-    assert cluster["brokers"] == [{"broker_id": 0, "host": host, "port": int(port), "rack": None}]
+    # kafka-python 3.0 speaks DescribeCluster v2 (KIP-1073's is_fenced): no broker is fenced here.
+    assert cluster["brokers"] == [{"broker_id": 0, "host": host, "port": int(port), "rack": None,
+                                   "is_fenced": False}]
     assert cluster["controller_id"] == 0
     assert len(cluster["cluster_id"]) == 22
     assert cluster["cluster_id"] == admin(bootstrap).describe_cluster().result(TIMEOUT_S).cluster_id
@@ -559,6 +591,42 @@ def test_delete_records_errors(bootstrap, topic):
                        (topic, 5, 3, -1), (f"{topic}-missing", 0, 3, -1)]
 
 
+def earliest_offset(bootstrap: str, topic: str) -> int:
+    earliest = admin(bootstrap).list_offsets({TP(topic, 0): OffsetSpec.earliest()})
+    return next(iter(earliest.values())).result(TIMEOUT_S).offset
+
+
+def test_subtracting_the_last_cleanup_policy_leaves_only_delete_records(tmp_path, topic):
+    """KAFKA-19112 (Kafka 4.2): cleanup.policy may be emptied; then nothing is deleted by time or
+    size, nothing is compacted, and DeleteRecords alone moves the log start."""
+    from logbroker.testing import wait_for
+
+    with BrokerProcess(tmp_path, overrides={"log.retention.check.interval.ms": "100"}) as broker:
+        bootstrap = broker.bootstrap
+        small = {"segment.bytes": "100", "retention.ms": "1", "file.delete.delay.ms": "0"}
+        control = f"{topic}-control"
+        create(bootstrap, topic, config={"cleanup.policy": "delete", "retention.ms": "3600000"})
+        incremental(bootstrap, topic, ("cleanup.policy", "delete", AlterConfigOpType.SUBTRACT),
+                    *((k, v, AlterConfigOpType.SET) for k, v in small.items())).result(TIMEOUT_S)
+        entry = topic_configs(bootstrap, topic)["cleanup.policy"]
+        assert (entry.value, entry.source) == ("", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+        create(bootstrap, control, config={"cleanup.policy": "delete", **small})
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        for i in range(10):  # a batch per record, a segment per batch
+            for name in (topic, control):
+                producer.produce(name, value=b"v%d" % i, partition=0,
+                                 on_delivery=lambda err, msg: None if err is None else pytest.fail(str(err)))
+            assert producer.flush(TIMEOUT_S) == 0
+        # The control topic (cleanup.policy=delete) loses its old segments to retention.ms …
+        wait_for(lambda: earliest_offset(bootstrap, control) > 0, what="retention of the control topic")
+        # … in the same retention passes that leave the empty-policy topic whole.
+        assert earliest_offset(bootstrap, topic) == 0
+        deleted = admin(bootstrap).delete_records([TP(topic, 0, 6)])
+        assert next(iter(deleted.values())).result(TIMEOUT_S).low_watermark == 6
+        assert earliest_offset(bootstrap, topic) == 6
+        drop_clients()
+
+
 # ---- InitProducerId -----------------------------------------------------------------------
 
 def test_idempotent_producer_gets_a_producer_id(bootstrap, topic):
@@ -591,11 +659,18 @@ def test_init_producer_id_epoch_bump_gets_a_fresh_id(bootstrap):
     assert (half.error_code, half.producer_id) == (42, -1)  # INVALID_REQUEST
 
 
-def test_init_producer_id_for_transactions_fails_fatally(bootstrap):
-    response = request(bootstrap, 22, 4, transactional_id="tx-1", transaction_timeout=60000)
+def test_init_producer_id_for_transactions_bumps_the_epoch(bootstrap):
+    early = request(bootstrap, 22, 4, transactional_id="tx-1", transaction_timeout=60000)
+    assert early.error_code == 16  # NOT_COORDINATOR: __transaction_state comes with FindCoordinator
+    found = request(bootstrap, 10, 3, key="tx-1", key_type=1)
+    assert found.error_code == 0
+    first = request(bootstrap, 22, 4, transactional_id="tx-1", transaction_timeout=60000)
+    second = request(bootstrap, 22, 4, transactional_id="tx-1", transaction_timeout=60000)
 
-    # TRANSACTIONAL_ID_AUTHORIZATION_FAILED: fatal in every client, so none retries forever.
-    assert (response.error_code, response.producer_id, response.producer_epoch) == (53, -1, -1)
+    assert (first.error_code, first.producer_epoch) == (0, 0)
+    assert (second.error_code, second.producer_id, second.producer_epoch) == (0, first.producer_id, 1)
+    too_long = request(bootstrap, 22, 4, transactional_id="tx-1", transaction_timeout=900_001)
+    assert too_long.error_code == 50  # INVALID_TRANSACTION_TIMEOUT
 
 
 # ---- OffsetForLeaderEpoch -----------------------------------------------------------------

@@ -19,7 +19,9 @@ from logbroker.server.config import (
 )
 from logbroker.storage.log_config import LONG_MAX, TOPIC_CONFIGS
 
-STOCK = Path(__file__).parent.parent / "fixtures" / "server.properties"
+STOCK = Path(__file__).parent.parent / "fixtures" / "server.properties"  # Kafka 3.9's, ZooKeeper mode
+# Kafka 4.1's config/server.properties: KRaft only, a combined broker and controller.
+STOCK_KAFKA_4 = Path(__file__).parent.parent / "fixtures" / "server-kafka-4.1.properties"
 
 
 def config(**props: object) -> KafkaConfig:
@@ -58,6 +60,68 @@ def test_stock_file_with_its_commented_listener_enabled_listens_on_every_interfa
     cfg = KafkaConfig.from_file(STOCK, ["listeners=PLAINTEXT://:9092"], log_warnings=False)
     assert cfg.listeners == (Endpoint("PLAINTEXT", "", 9092),)
     assert cfg.advertised_listeners == cfg.listeners
+
+
+def test_kafka_4_stock_server_properties_loads_with_one_warning_per_unused_key():
+    cfg = KafkaConfig.from_file(STOCK_KAFKA_4, log_warnings=False)
+    assert list(cfg.warnings) == [
+        f"Kafka config {key} is not used by logbroker; ignoring it" for key in (
+            "process.roles", "controller.quorum.bootstrap.servers", "num.network.threads",
+            "num.io.threads", "share.coordinator.state.topic.replication.factor",
+            "share.coordinator.state.topic.min.isr")] + [
+        "Listener CONTROLLER is a KRaft controller listener (controller.listener.names); "
+        "logbroker has no KRaft controller and does not listen on port 9093"]
+
+
+def test_kafka_4_stock_server_properties_values():
+    cfg = KafkaConfig.from_file(STOCK_KAFKA_4, log_warnings=False)
+    assert cfg.broker_id == 1  # node.id
+    assert cfg.listeners == (Endpoint("PLAINTEXT", "", 9092),)
+    assert cfg.advertised_listeners == (Endpoint("PLAINTEXT", "localhost", 9092),)
+    assert cfg.inter_broker_listener_name == "PLAINTEXT"
+    assert cfg.log_dirs == ("/tmp/kraft-combined-logs",)
+    assert cfg.offsets_topic_replication_factor == 1
+    assert cfg.zookeeper_connect is None
+
+
+def test_node_id_and_broker_id_must_agree():
+    assert KafkaConfig({"node.id": "3", "broker.id": "3"}, log_warnings=False).broker_id == 3
+    with pytest.raises(ConfigError, match="broker.id: must be equal to node.id"):
+        KafkaConfig({"node.id": "3", "broker.id": "4"}, log_warnings=False)
+
+
+@pytest.mark.parametrize("stock", [STOCK, STOCK_KAFKA_4], ids=["kafka-3.9", "kafka-4.1"])
+def test_stock_server_properties_start_a_broker_clients_use(request, tmp_path, stock):
+    """Each stock file as it is, but for the addresses: a free port, a temp data dir, and for
+    Kafka 3.9's (ZooKeeper mode) the test session's ZooKeeper."""
+    import uuid
+
+    from confluent_kafka import Consumer, Producer
+
+    from logbroker.testing import BrokerProcess
+
+    overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data")}
+    if stock is STOCK:
+        zookeeper = request.getfixturevalue("logbroker_zookeeper")
+        overrides["zookeeper.connect"] = f"{zookeeper.connect_string}/stock-{uuid.uuid4().hex[:8]}"
+    config_file = tmp_path / "server.properties"
+    config_file.write_text(stock.read_text().replace("\nadvertised.listeners=", "\n#advertised.listeners="))
+    with BrokerProcess(tmp_path, config_file=config_file, overrides=overrides) as broker:
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        producer.produce("stock", b"hello", partition=0)
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g",
+                             "auto.offset.reset": "earliest"})
+        try:
+            consumer.subscribe(["stock"])
+            msg = None
+            for _ in range(100):
+                msg = consumer.poll(0.3)
+                if msg is not None and msg.error() is None:
+                    break
+            assert msg is not None and msg.value() == b"hello"
+        finally:
+            consumer.close()
 
 
 # ---- defaults -----------------------------------------------------------------------------
@@ -208,10 +272,29 @@ def test_unrelated_unknown_key_gets_a_warning_without_suggestion():
 
 @pytest.mark.parametrize("key", ["num.io.threads", "ssl.keystore.password", "process.roles",
                                  "listener.name.internal.ssl.keystore.password", "password.encoder.secret",
-                                 "log.message.format.version", "num.replica.fetchers"])
+                                 "log.local.retention.ms", "num.replica.fetchers"])
 def test_kafka_keys_we_do_not_use_are_accepted_with_one_warning(key):
     cfg = KafkaConfig({key: "whatever, not even checked"}, log_warnings=False)
     assert cfg.warnings == (f"Kafka config {key} is not used by logbroker; ignoring it",)
+
+
+@pytest.mark.parametrize(("key", "value"), [("log.message.format.version", "2.8"),
+                                            ("log.message.format.version", "0.10.2-IV0"),
+                                            ("log.message.downconversion.enable", "false"),
+                                            ("log.message.timestamp.difference.max.ms", "1000")])
+def test_kafka_3_keys_removed_in_kafka_4_are_accepted_with_one_deprecation_warning(key, value):
+    cfg = KafkaConfig({key: value}, log_warnings=False)
+    [warning] = cfg.warnings
+    assert warning.startswith(f"Broker configuration {key} with value {value} is deprecated and "
+                              f"was removed in Apache Kafka 4.0; ")
+    topic_key = key.removeprefix("log.")
+    assert cfg.default_log_config().to_props()[topic_key] == value
+
+
+def test_message_format_version_is_validated_as_kafka_does():
+    with pytest.raises(ConfigError, match="log.message.format.version: Version 3.99 is not a valid version"):
+        KafkaConfig({"log.message.format.version": "3.99"}, log_warnings=False)
+    assert KafkaConfig({"log.message.format.version": "2.8.1"}, log_warnings=False).warnings
 
 
 # ---- malformed values ---------------------------------------------------------------------

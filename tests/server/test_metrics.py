@@ -232,3 +232,14 @@ def test_request_names_are_kafkas():
 
     assert [request_name(k) for k in (0, 1, 2, 18, 23)] == [
         "Produce", "Fetch", "ListOffsets", "ApiVersions", "OffsetForLeaderEpoch"]
+
+
+def test_transaction_coordinator_metrics_have_kafkas_names(endpoint):
+    values = endpoint.scrape()
+    names = {name for name, _ in values}
+    assert {"kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize",
+            "kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize",
+            "kafka_server_transaction_coordinator_metrics_partition_load_time_max",
+            "kafka_server_transaction_coordinator_metrics_partition_load_time_avg"} <= names
+    assert values[("kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize",
+                   frozenset())] == 0

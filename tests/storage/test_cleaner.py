@@ -170,6 +170,19 @@ def test_dirty_ratio_below_threshold_is_not_cleaned(tmp_path):
     assert all_records(lg) == before
 
 
+def test_a_log_whose_cleanup_policy_was_emptied_is_not_cleaned(tmp_path):
+    # KAFKA-19112: an empty cleanup.policy means no compaction, even of a once-compacted log.
+    clock = ManualClock(NOW)
+    lg = open_log(tmp_path, clock)
+    fill(lg, 40, keys=7)
+    lg.roll()
+    lg.update_config(config(**{"cleanup.policy": ""}))
+    before = all_records(lg)
+    cleaner = clean(lg, clock.time_ms())
+    assert cleaner.grab_filthiest_log([lg], clock.time_ms()) is None
+    assert all_records(lg) == before
+
+
 def test_max_compaction_lag_forces_cleaning_below_the_ratio(tmp_path):
     clock = ManualClock(NOW)
     lg = open_log(tmp_path, clock, **{"min.cleanable.dirty.ratio": 0.99,

@@ -503,6 +503,23 @@ def test_compacted_topic_is_not_subject_to_time_retention(tmp_path, clock):
     assert log.delete_old_segments() == 0
 
 
+def test_empty_cleanup_policy_keeps_everything_but_what_delete_records_drops(tmp_path, clock):
+    # KAFKA-19112: no retention by time or size, no compaction; the log start moves only when
+    # asked (DeleteRecords), and the segments wholly below it go.
+    one = len(make_batch(1))
+    log = open_log(tmp_path, clock, segment_bytes=one, retention_ms=HOUR, retention_bytes=one,
+                   cleanup_policy="", file_delete_delay_ms=0)
+    assert not log.config.delete and not log.config.compact
+    for _ in range(4):
+        log.append_as_leader(make_batch(), leader_epoch=0)
+    log.update_high_watermark(4)
+    clock.advance(10 * HOUR)
+    assert log.delete_old_segments() == 0
+    assert log.maybe_increment_log_start_offset(2)
+    assert log.delete_old_segments() == 0
+    assert (log.log_start_offset, [s.base_offset for s in log.segments]) == (2, [2, 3])
+
+
 def test_retention_truncates_epoch_cache_from_start(tmp_path, clock):
     one = len(make_batch(1))
     log = open_log(tmp_path, clock, segment_bytes=one, retention_ms=HOUR, file_delete_delay_ms=0)

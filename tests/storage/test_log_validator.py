@@ -212,6 +212,51 @@ def test_null_key_in_compressed_batch_on_compacted_topic_is_refused():
         validate_batch(buf, config=config, now_ms=NOW)
 
 
+def test_record_errors_name_every_keyless_record_of_a_compacted_topic():
+    config = CONFIG.with_overrides({"cleanup.policy": "compact"})
+    buf = bytearray(build_batch([(None if i in (0, 3) else b"k", b"v") for i in range(5)],
+                                compression="lz4", now_ms=NOW))
+    with pytest.raises(InvalidRecordError) as info:
+        validate_batch(buf, config=config, now_ms=NOW, topic_partition="t-0")
+    assert info.value.record_errors == (
+        (0, "Compacted topic cannot accept message without key in topic partition t-0"),
+        (3, "Compacted topic cannot accept message without key in topic partition t-0"))
+    assert str(info.value).startswith("One or more records have been rejected due to 2 record "
+                                      "errors in total, and only showing the first three errors at "
+                                      "most: [RecordError(batchIndex=0, message='Compacted topic")
+
+
+def test_record_errors_name_the_records_with_timestamps_out_of_range():
+    config = CONFIG.with_overrides({"message.timestamp.after.max.ms": "1000"})
+    records = [(b"k", b"v", None, NOW + (60_000 if i in (1, 2) else 0)) for i in range(4)]
+    with pytest.raises(InvalidTimestampError) as info:
+        validate_batch(bytearray(build_batch(records, now_ms=NOW)), config=config, now_ms=NOW)
+    assert [index for index, _ in info.value.record_errors] == [1, 2]
+    assert info.value.record_errors[0][1] == (
+        f"Timestamp {NOW + 60_000} of message with offset 1 is out of range. The timestamp should "
+        f"be within [{NOW - (2**63 - 1)}, {NOW + 1000}]")
+    assert str(info.value) == "One or more records have been rejected due to invalid timestamp"
+
+
+def test_a_bad_timestamp_makes_a_keyless_batch_invalid_timestamp():
+    config = CONFIG.with_overrides({"cleanup.policy": "compact", "message.timestamp.after.max.ms": "1000"})
+    records = [(None, b"v", None, NOW), (b"k", b"v", None, NOW + 60_000)]
+    with pytest.raises(InvalidTimestampError) as info:
+        validate_batch(bytearray(build_batch(records, now_ms=NOW)), config=config, now_ms=NOW)
+    assert [index for index, _ in info.value.record_errors] == [0, 1]
+
+
+def test_a_record_that_does_not_decode_is_named():
+    config = CONFIG.with_overrides({"cleanup.policy": "compact"})
+    buf = bytearray(build_batch([(b"k", b"v"), (b"k", b"v"), (b"k", b"v")], now_ms=NOW))
+    struct.pack_into(">i", buf, 57, 4)  # one more record than the batch holds
+    struct.pack_into(">i", buf, 23, 3)  # lastOffsetDelta, to match
+    with pytest.raises(InvalidRecordError) as info:
+        validate_batch(refix_crc(buf), config=config, now_ms=NOW, topic_partition="t-0")
+    [(index, message)] = info.value.record_errors
+    assert index == 3 and message.startswith("Found invalid record in topic partition t-0")
+
+
 def test_validate_batch_does_not_change_the_buffer():
     buf = batch()
     before = bytes(buf)

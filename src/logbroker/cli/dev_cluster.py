@@ -1,6 +1,8 @@
 """`logbroker dev-cluster`: ZooKeeper and N brokers on loopback, for development, in one command.
 
     logbroker dev-cluster --brokers 3
+    logbroker dev-cluster --brokers 3 --racks a,b,c \
+        --override replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector
 
 Starts Apache ZooKeeper (Debian's `zookeeper` package, as tests/cluster do) and N `logbroker serve`
 processes with broker ids 1..N, each with its own data directory under `--dir`, prints the
@@ -27,11 +29,15 @@ import click
               help="Where ZooKeeper's and the brokers' data live (kept between runs).")
 @click.option("--port", "first_port", type=click.IntRange(0, 65535), default=9092, show_default=True,
               help="Port of broker 1; broker N listens on PORT+N-1. 0: any free ports.")
+@click.option("--racks", default=None, metavar="RACK,RACK,...",
+              help="broker.rack of broker 1, 2, … in order (KIP-392 fetch from the closest "
+                   "replica, rack-aware assignment); an empty item leaves a broker without.")
 @click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
               help="A broker config key for every broker, as `serve --override`. Repeatable.")
-def dev_cluster(count: int, base_dir: Path, first_port: int, overrides: tuple[str, ...]) -> None:
+def dev_cluster(count: int, base_dir: Path, first_port: int, racks: str | None,
+                overrides: tuple[str, ...]) -> None:
     """Start ZooKeeper and a cluster of brokers on 127.0.0.1; stop them all on Ctrl-C."""
-    from logbroker.testing import BrokerProcess
+    from logbroker.testing import BrokerProcess, rack_overrides
     from logbroker.zookeeper_process import ZooKeeperProcess, unavailable_reason
 
     reason = unavailable_reason()
@@ -44,6 +50,10 @@ def dev_cluster(count: int, base_dir: Path, first_port: int, overrides: tuple[st
         if not sep:
             raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--override")
         extra[key.strip()] = value.strip()
+    per_broker = rack_overrides(racks)
+    if racks is not None and len(racks.split(",")) != count:
+        raise click.BadParameter(f"expected {count} racks (one per broker), got {racks!r}",
+                                 param_hint="--racks")
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -61,10 +71,12 @@ def dev_cluster(count: int, base_dir: Path, first_port: int, overrides: tuple[st
             broker = BrokerProcess(base_dir / f"broker-{broker_id}", overrides={
                 "broker.id": str(broker_id), "zookeeper.connect": f"{zookeeper.connect_string}/logbroker",
                 "listeners": f"PLAINTEXT://127.0.0.1:{port}", "offsets.topic.replication.factor": "1",
-                **extra})
+                **extra, **per_broker.get(broker_id, {})})
             brokers.append(broker)
             broker.start()
-            click.echo(f"broker {broker_id} on {broker.bootstrap} (log in {broker.log_path})")
+            rack = per_broker.get(broker_id, {}).get("broker.rack")
+            click.echo(f"broker {broker_id} on {broker.bootstrap}{f' in rack {rack}' if rack else ''} "
+                       f"(log in {broker.log_path})")
             if stop.is_set():
                 break
         if not stop.is_set():

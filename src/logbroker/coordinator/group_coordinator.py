@@ -758,7 +758,8 @@ class GroupCoordinator:
             except KafkaError:
                 continue
             expired = self._expired(group, now_ms)
-            remove_group = group.is_(EMPTY) and len(expired) == len(group.offsets)
+            remove_group = (group.is_(EMPTY) and len(expired) == len(group.offsets)
+                            and not group.pending_txn_offsets)  # a transaction may still commit some
             if not expired and not remove_group:
                 continue
             entries = [(encode_offset_commit_key(group.group_id, tp.topic, tp.partition), None) for tp in expired]

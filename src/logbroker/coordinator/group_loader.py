@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from logbroker.clock import Clock
 from logbroker.coordinator.group_metadata import GroupMetadata, GroupState, MemberMetadata
-from logbroker.coordinator.offsets_log import replay
+from logbroker.coordinator.offsets_log import replay_transactional
 from logbroker.coordinator.offsets_schema import (
     OFFSETS_TOPIC,
     GroupMetadataKey,
@@ -153,11 +153,23 @@ def load_groups(log_: Log, end_offset: int, partition_index: int, now_ms: int) -
     Kafka. Blocks on disk; touches no coordinator state, so it may run in a worker thread."""
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
     records: dict[str, GroupMetadataRecord | None] = {}
-    for key_bytes, value in replay(log_, end_offset):
+    # Transactional offset commits, by producer id then group: applied at their COMMIT marker.
+    pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
+    for key_bytes, value, producer_id, marker in replay_transactional(log_, end_offset):
+        if marker is not None:
+            for group_id, group_offsets in pending.pop(producer_id, {}).items():
+                if marker:
+                    offsets.setdefault(group_id, {}).update(group_offsets)
+            continue
         try:
             key = decode_key(key_bytes)
             if isinstance(key, OffsetCommitKey):
                 tp = TopicPartition(key.topic, key.partition)
+                if producer_id >= 0:
+                    if value is not None:
+                        pending.setdefault(producer_id, {}).setdefault(key.group, {})[tp] = \
+                            decode_offset_commit_value(value)
+                    continue
                 group_offsets = offsets.setdefault(key.group, {})
                 if value is None:
                     group_offsets.pop(tp, None)
@@ -168,13 +180,16 @@ def load_groups(log_: Log, end_offset: int, partition_index: int, now_ms: int) -
         except (UnknownSchemaError, ValueError, IndexError) as exc:
             log.warning("Skipping an unreadable record of %s-%d: %s", OFFSETS_TOPIC, partition_index, exc)
     groups = {}
-    for group_id in set(offsets) | set(records):
+    open_txn_groups = {group_id for by_group in pending.values() for group_id in by_group}
+    for group_id in set(offsets) | set(records) | open_txn_groups:
         record = records.get(group_id)
         group_offsets = offsets.get(group_id, {})
-        if record is None and not group_offsets:
+        if record is None and not group_offsets and group_id not in open_txn_groups:
             continue
         group = restore_group(group_id, record, now_ms)
         group.offsets = group_offsets
+        group.pending_txn_offsets = {pid: by_group[group_id] for pid, by_group in pending.items()
+                                     if group_id in by_group}
         groups[group_id] = group
     return groups
 

@@ -98,6 +98,9 @@ class GroupMetadata:
     pending_members: set[str] = field(default_factory=set)
     static_members: dict[str, str] = field(default_factory=dict)
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    # Offsets committed inside a transaction (TxnOffsetCommit), by producer id: in the log, but
+    # visible to OffsetFetch only once the transaction's COMMIT marker lands (dropped on ABORT).
+    pending_txn_offsets: dict[int, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
     new_member_added: bool = False
     # The delayed join of the current rebalance (a TimerHandle) and the initial delay's budget.
     join_timer: asyncio.TimerHandle | None = None

@@ -29,6 +29,7 @@ from logbroker.errors import (
     UnknownServerError,
 )
 from logbroker.records.builder import build_batch
+from logbroker.records.control import EndTransactionMarker
 from logbroker.records.record_batch import RecordBatch, iter_batches
 from logbroker.storage.log import Log
 
@@ -61,12 +62,23 @@ def build_records(entries: list[tuple[bytes, bytes | None]], now_ms: int) -> byt
     return bytearray(build_batch([(key, value, (), now_ms) for key, value in entries], now_ms=now_ms))
 
 
-def replay(log: Log, end_offset: int) -> Iterator[tuple[bytes, bytes | None]]:
-    """Every (key, value) of `log` below `end_offset`, in offset order. Control batches and
-    keyless records (never written by a coordinator) are skipped."""
+def replay(log: Log, end_offset: int, *, buffer_bytes: int = LOAD_BUFFER_BYTES
+           ) -> Iterator[tuple[bytes, bytes | None]]:
+    """Every (key, value) of `log` below `end_offset`, in offset order, read `buffer_bytes` at a
+    time. Control batches and keyless records (never written by a coordinator) are skipped."""
+    for key, value, _producer_id, marker in replay_transactional(log, end_offset, buffer_bytes=buffer_bytes):
+        if marker is None:
+            yield key, value
+
+
+def replay_transactional(log: Log, end_offset: int, *, buffer_bytes: int = LOAD_BUFFER_BYTES
+                         ) -> Iterator[tuple[bytes | None, bytes | None, int, bool | None]]:
+    """Like `replay`, with what transactions need: (key, value, producer id, None) per record,
+    the producer id -1 unless the record's batch is transactional; and (None, None, producer id,
+    commit) for each transaction marker."""
     offset = log.log_start_offset
     while offset < end_offset:
-        info = log.read(offset, max_bytes=LOAD_BUFFER_BYTES, max_offset=end_offset, min_one_message=True)
+        info = log.read(offset, max_bytes=buffer_bytes, max_offset=end_offset, min_one_message=True)
         region = info.region
         if region is None:
             return
@@ -75,10 +87,18 @@ def replay(log: Log, end_offset: int) -> Iterator[tuple[bytes, bytes | None]]:
         for position, header in iter_batches(data):
             next_offset = header.next_offset
             if header.is_control:
+                if header.next_offset > offset:
+                    for record in RecordBatch(data, position).records():
+                        try:
+                            marker = EndTransactionMarker.decode(record.key, record.value)
+                        except KafkaError:
+                            continue
+                        yield None, None, header.producer_id, marker.is_commit
                 continue
+            producer_id = header.producer_id if header.is_transactional else -1
             for record in RecordBatch(data, position).records():
                 if record.offset >= offset and record.key is not None:
-                    yield record.key, record.value
+                    yield record.key, record.value, producer_id, None
         if next_offset <= offset:
             return  # nothing whole came back: a torn tail below the log end cannot happen
         offset = next_offset

@@ -162,7 +162,9 @@ def encode_group_metadata_value(value: GroupMetadataRecord) -> bytes:
 
 
 # -- reading ----------------------------------------------------------------------------------
-class _Reader:
+class SchemaReader:
+    """Reads the big-endian fields of a coordinator record, from `pos` on."""
+
     __slots__ = ("data", "pos")
 
     def __init__(self, data: bytes) -> None:
@@ -205,7 +207,7 @@ class UnknownSchemaError(ValueError):
 
 
 def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey:
-    r = _Reader(data)
+    r = SchemaReader(data)
     version = r.i16()
     if version in (0, 1):
         return OffsetCommitKey(r.string(), r.string(), r.i32())
@@ -215,7 +217,7 @@ def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey:
 
 
 def decode_offset_commit_value(data: bytes) -> OffsetAndMetadata:
-    r = _Reader(data)
+    r = SchemaReader(data)
     version = r.i16()
     if not 0 <= version <= 4:
         raise UnknownSchemaError(f"unknown OffsetCommitValue version {version}")
@@ -228,7 +230,7 @@ def decode_offset_commit_value(data: bytes) -> OffsetAndMetadata:
 
 
 def decode_group_metadata_value(data: bytes) -> GroupMetadataRecord:
-    r = _Reader(data)
+    r = SchemaReader(data)
     version = r.i16()
     if not 0 <= version <= 3:
         # v4 is flexible (compact strings); Kafka writes it only with KIP-848 groups on.
@@ -259,7 +261,7 @@ def subscribed_topics(subscription: bytes) -> set[str]:
     """The topics of a "consumer" protocol member's ConsumerProtocolSubscription (v0-v3 share
     their first two fields: version int16, topics [string]). Empty when it cannot be read."""
     try:
-        r = _Reader(subscription)
+        r = SchemaReader(subscription)
         r.i16()
         return {r.string() for _ in range(r.i32())}
     except (struct.error, UnicodeDecodeError):

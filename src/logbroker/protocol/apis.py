@@ -120,28 +120,36 @@ def _table(*specs: ApiSpec) -> MappingProxyType[int, ApiSpec]:
 # schemas) still has the classes; see the module docstring before raising a maximum.
 SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.PRODUCE, 3, 11, 9),  # 12 is KIP-890 transactions v2: not before we do them
-    ApiSpec(ApiKey.FETCH, 4, 16, 12),  # 13+ names topics by id (KAFKA-NOTES 6)
-    ApiSpec(ApiKey.LIST_OFFSETS, 1, 7, 6),
-    ApiSpec(ApiKey.METADATA, 0, 12, 9),
+    ApiSpec(ApiKey.FETCH, 4, 17, 12),  # 13+ names topics by id (KAFKA-NOTES 6)
+    ApiSpec(ApiKey.LIST_OFFSETS, 1, 10, 6),
+    ApiSpec(ApiKey.METADATA, 0, 13, 9),
     ApiSpec(ApiKey.API_VERSIONS, 0, 4, 3),
     ApiSpec(ApiKey.CREATE_TOPICS, 2, 7, 5),
     ApiSpec(ApiKey.DELETE_TOPICS, 1, 6, 4),
     ApiSpec(ApiKey.DELETE_RECORDS, 0, 2, 2),
     ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 4, 2),
     ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, 4),
+    # Transactions v1 (KIP-98) with KIP-890 part 1: AddPartitionsToTxn v4 is the brokers' verify
+    # form; the v5 / EndTxn v5 / TxnOffsetCommit v5 of transactions v2 are not advertised.
+    ApiSpec(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 4, 3),
+    ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, 3),
+    ApiSpec(ApiKey.END_TXN, 0, 4, 3),
+    ApiSpec(ApiKey.TXN_OFFSET_COMMIT, 0, 4, 3),
+    ApiSpec(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, 0),
+    ApiSpec(ApiKey.LIST_TRANSACTIONS, 0, 1, 0),
     ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, 4),
     ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, 2),
     ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 3, 2),
     ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, 1),
-    ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 1, 0),
-    ApiSpec(ApiKey.OFFSET_COMMIT, 2, 9, 8),
-    ApiSpec(ApiKey.OFFSET_FETCH, 1, 9, 6),
-    ApiSpec(ApiKey.FIND_COORDINATOR, 0, 4, 3),
+    ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 2, 0),
+    ApiSpec(ApiKey.OFFSET_COMMIT, 2, 10, 8),
+    ApiSpec(ApiKey.OFFSET_FETCH, 1, 10, 6),
+    ApiSpec(ApiKey.FIND_COORDINATOR, 0, 6, 3),
     ApiSpec(ApiKey.JOIN_GROUP, 0, 9, 6),
     ApiSpec(ApiKey.HEARTBEAT, 0, 4, 4),
     ApiSpec(ApiKey.LEAVE_GROUP, 0, 5, 4),
     ApiSpec(ApiKey.SYNC_GROUP, 0, 5, 4),
-    ApiSpec(ApiKey.DESCRIBE_GROUPS, 0, 5, 5),
+    ApiSpec(ApiKey.DESCRIBE_GROUPS, 0, 6, 5),
     ApiSpec(ApiKey.LIST_GROUPS, 0, 5, 3),
     ApiSpec(ApiKey.DELETE_GROUPS, 0, 2, 2),
     ApiSpec(ApiKey.OFFSET_DELETE, 0, 0, None),
@@ -155,7 +163,7 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.CREATE_ACLS, 1, 3, 2),
     ApiSpec(ApiKey.DELETE_ACLS, 1, 3, 2),
     ApiSpec(ApiKey.ELECT_LEADERS, 0, 2, 2),
-    ApiSpec(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, 0),
+    ApiSpec(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1, 0),
     ApiSpec(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, 0),
     ApiSpec(ApiKey.WRITE_TXN_MARKERS, 1, 2, 1),  # inter-broker; kio has no v0 (gone in Kafka 4)
     ApiSpec(ApiKey.DESCRIBE_PRODUCERS, 0, 0, 0),

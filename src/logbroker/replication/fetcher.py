@@ -52,11 +52,13 @@ class ReplicaFetcher:
 
     def __init__(self, *, broker_id: int, leader_id: int,
                  leader_address: Callable[[int], tuple[str, int] | None],
-                 security: ClientSecurity = PLAINTEXT) -> None:
+                 security: ClientSecurity = PLAINTEXT,
+                 on_progress: Callable[[TopicPartition], None] | None = None) -> None:
         self.broker_id = broker_id
         self.leader_id = leader_id
         self._leader_address = leader_address
         self._security = security
+        self._on_progress = on_progress
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._wakeup = asyncio.Event()
         self._connection: KafkaConnection | None = None
@@ -202,6 +204,8 @@ class ReplicaFetcher:
                 high_watermark = min(int(data.high_watermark), log_.log_end_offset)
                 if high_watermark > log_.high_watermark:
                     log_.update_high_watermark(high_watermark)
+                    if self._on_progress is not None:
+                        self._on_progress(tp)  # consumers reading from this follower (KIP-392)
                 # The leader's log start, once we hold it (Kafka's follower does the same), so
                 # records deleted on the leader go here too.
                 if log_.log_start_offset < leader_log_start <= log_.high_watermark:
@@ -234,10 +238,13 @@ class ReplicaFetcherManager:
     """The fetchers of this broker, one per leader it follows something from."""
 
     def __init__(self, *, broker_id: int, leader_address: Callable[[int], tuple[str, int] | None],
-                 security: ClientSecurity = PLAINTEXT) -> None:
+                 security: ClientSecurity = PLAINTEXT,
+                 on_progress: Callable[[TopicPartition], None] | None = None) -> None:
+        """`on_progress(tp)` is called when a followed partition's high watermark moves."""
         self.broker_id = broker_id
         self._leader_address = leader_address
         self._security = security
+        self._on_progress = on_progress
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._closed = False
 
@@ -251,7 +258,7 @@ class ReplicaFetcherManager:
         if fetcher is None:
             fetcher = self.fetchers[partition.leader_id] = ReplicaFetcher(
                 broker_id=self.broker_id, leader_id=partition.leader_id, leader_address=self._leader_address,
-                security=self._security)
+                security=self._security, on_progress=self._on_progress)
         fetcher.add(partition)
 
     def remove_partition(self, tp: TopicPartition) -> None:

@@ -201,11 +201,15 @@ class Partition:
 
     def read_records(self, fetch_offset: int, *, max_bytes: int, current_leader_epoch: int,
                      fetch_only_committed: bool, min_one_message: bool,
-                     read_committed: bool = False) -> FetchDataInfo:
+                     read_committed: bool = False,
+                     fetch_only_from_leader: bool = True) -> FetchDataInfo:
         """Read for a consumer (up to the high watermark; with `read_committed` up to the last
         stable offset, with the aborted transactions of the range) or a follower (up to the log
-        end)."""
-        self.require_leader()
+        end). A consumer that sent its rack (KIP-392) may read from a follower, up to the
+        follower's own high watermark; past the follower's log end that is OFFSET_OUT_OF_RANGE,
+        as Kafka."""
+        if fetch_only_from_leader:
+            self.require_leader()
         self.check_leader_epoch(current_leader_epoch)
         if not fetch_only_committed:
             max_offset = None
@@ -216,3 +220,12 @@ class Partition:
         return self.log.read(fetch_offset, max_bytes=max_bytes, max_offset=max_offset,
                              min_one_message=min_one_message,
                              include_aborted_txns=fetch_only_committed and read_committed)
+
+    def caught_up_followers(self, fetch_offset: int) -> list[tuple[int, int, int]]:
+        """KIP-392's candidates on a leader: `(broker id, log end offset, ms since caught up)` of
+        each in-sync follower that holds `fetch_offset` (Kafka leaves out the others: they may
+        lag, and the consumer with them)."""
+        now = self._clock.monotonic_ms()
+        return [(r, st.log_end_offset, now - st.last_caught_up_ms)
+                for r, st in self.remote_replicas.items()
+                if r in self.isr and st.log_end_offset >= fetch_offset]

@@ -40,7 +40,7 @@ from logbroker.records.control import build_end_txn_marker_batch
 from logbroker.replication.group_commit import GroupCommit, acknowledged_end
 from logbroker.replication.partition import Partition
 from logbroker.replication.purgatory import DelayedOperation, Purgatory
-from logbroker.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from logbroker.storage.log import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from logbroker.storage.log_config import LogConfig
 from logbroker.storage.log_manager import LogManager
 from logbroker.storage.values import FileRegion, TimestampAndOffset
@@ -79,6 +79,7 @@ class FetchResult:
     records: FileRegion | None = None
     # read_committed: (producer_id, first_offset) of the aborted transactions in the range.
     aborted_transactions: tuple[tuple[int, int], ...] | None = None
+    preferred_read_replica: int = -1  # KIP-392: fetch from this follower instead (Fetch v11+)
 
 
 def unexpected(tp: TopicPartition, exc: Exception) -> KafkaError:
@@ -105,6 +106,10 @@ class ReplicaManager:
         # `alter_isr(partition, new_isr)`, which sets `partition.pending_isr` and later `isr`.
         self.fetcher_manager = None
         self.alter_isr = None
+        # KIP-392 (replica.selector.class=RackAwareReplicaSelector): on a leader,
+        # `preferred_read_replica(partition, client_metadata, fetch_offset)` names the follower
+        # a consumer should fetch from, or None (replication/replica_selector.py).
+        self.preferred_read_replica = None
         # Called as listener(tp, partition) after this broker starts or stops leading `tp` (the
         # group coordinator follows __consumer_offsets); partition is None once the replica is stopped.
         self.leadership_listeners: list = []
@@ -325,13 +330,18 @@ class ReplicaManager:
 
     # -- fetch ------------------------------------------------------------------------------
     def fetch_messages(self, *, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
-                       partitions: list[FetchPartitionRequest],
-                       isolation_level: int = 0) -> dict[TopicPartition, FetchResult] | Awaitable[dict[TopicPartition, FetchResult]]:
+                       partitions: list[FetchPartitionRequest], isolation_level: int = 0,
+                       client_metadata=None,
+                       ) -> dict[TopicPartition, FetchResult] | Awaitable[dict[TopicPartition, FetchResult]]:
         """Read now; return the results, or an awaitable of them when fewer than `min_bytes` are
         there and the fetch must wait in the purgatory (up to `max_wait_ms`). A consumer's
-        `isolation_level` 1 (READ_COMMITTED) reads below the last stable offset."""
+        `isolation_level` 1 (READ_COMMITTED) reads below the last stable offset; its
+        `client_metadata` (Fetch v11+, KIP-392) lets it read from a follower, and lets a leader
+        send it to a follower in its rack."""
         fetch_only_committed = replica_id < 0
         read_committed = fetch_only_committed and isolation_level == 1
+        if not fetch_only_committed:
+            client_metadata = None
         if not fetch_only_committed:
             for request in partitions:
                 self._record_follower_fetch(replica_id, request)
@@ -343,10 +353,10 @@ class ReplicaManager:
                 result = self._read_partition(request, max_bytes=min(request.partition_max_bytes, limit),
                                               fetch_only_committed=fetch_only_committed,
                                               min_one_message=total == 0,
-                                              read_committed=read_committed)
+                                              read_committed=read_committed, client_metadata=client_metadata)
                 results[request.tp] = result
-                if result.error is not None:
-                    any_error = True
+                if result.error is not None or result.preferred_read_replica >= 0:
+                    any_error = True  # answered at once, as Kafka (hasPreferredReadReplica too)
                 size = result.records.size if result.records else 0
                 total += size
                 limit = max(limit - size, 0)
@@ -405,16 +415,23 @@ class ReplicaManager:
 
     def _read_partition(self, request: FetchPartitionRequest, *, max_bytes: int,
                         fetch_only_committed: bool, min_one_message: bool,
-                        read_committed: bool = False) -> FetchResult:
+                        read_committed: bool = False, client_metadata=None) -> FetchResult:
         partition = self.partitions.get(request.tp)
         try:
             if partition is None:
                 raise UnknownTopicOrPartitionError(f"This server does not host {request.tp}")
+            if client_metadata is not None and partition.is_leader and self.preferred_read_replica:
+                preferred = self.preferred_read_replica(partition, client_metadata, request.fetch_offset)
+                if preferred is not None:  # no read here: the consumer goes to that follower
+                    partition.check_leader_epoch(request.current_leader_epoch)
+                    return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
+                                       partition.log.log_start_offset, preferred_read_replica=preferred)
             info = partition.read_records(request.fetch_offset, max_bytes=max_bytes,
                                           current_leader_epoch=request.current_leader_epoch,
                                           fetch_only_committed=fetch_only_committed,
                                           min_one_message=min_one_message,
-                                          read_committed=read_committed)
+                                          read_committed=read_committed,
+                                          fetch_only_from_leader=client_metadata is None)
         except KafkaError as exc:
             if partition is None or isinstance(exc, NotLeaderOrFollowerError):
                 return FetchResult(exc)
@@ -438,8 +455,9 @@ class ReplicaManager:
                                    only_committed: bool = True,
                                    isolation_level: int = 0) -> TimestampAndOffset | None:
         """ListOffsets: -1 latest (for consumers the high watermark, or under READ_COMMITTED
-        (`isolation_level` 1) the last stable offset), -2 earliest, -3 the max timestamp, else the
-        first offset whose timestamp is at least `timestamp` below that bound."""
+        (`isolation_level` 1) the last stable offset), -2 earliest (and -4, the earliest local,
+        the same without tiered storage), -3 the max timestamp, -5 the latest tiered (-1/-1:
+        none), else the first offset whose timestamp is at least `timestamp` below that bound."""
         partition = self.leader_partition(tp)
         partition.check_leader_epoch(current_leader_epoch)
         if not only_committed:
@@ -450,7 +468,7 @@ class ReplicaManager:
             last_fetchable = partition.high_watermark
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, last_fetchable, partition.leader_epoch)
-        if timestamp == EARLIEST_TIMESTAMP:
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # no tiered storage: the same
             start = partition.log.log_start_offset
             return TimestampAndOffset(-1, start, partition.log.leader_epoch_cache.epoch_for_offset(start))
         found = partition.log.fetch_offset_by_timestamp(timestamp)

@@ -45,6 +45,11 @@ from logbroker.security.acl import (
 )
 
 AUTHORIZER_CLASS = "kafka.security.authorizer.AclAuthorizer"
+# KRaft's authorizer (Kafka 3.x KRaft and 4.x): the same ACL semantics (super.users,
+# allow.everyone.if.no.acl.found), so it names the same authorizer here, with the ACLs kept in
+# the metadata store as AclAuthorizer's are.
+STANDARD_AUTHORIZER_CLASS = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+AUTHORIZER_CLASSES = (AUTHORIZER_CLASS, STANDARD_AUTHORIZER_CLASS)
 
 audit_log = logging.getLogger("kafka.authorizer.logger")
 

@@ -14,10 +14,11 @@ from logbroker.errors import (
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
 )
 from logbroker.protocol.apis import ApiKey
 from logbroker.security.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
-from logbroker.security.authorizer import AUTHORIZER_CLASS, AclAuthorizer, parse_super_users
+from logbroker.security.authorizer import AUTHORIZER_CLASSES, AclAuthorizer, parse_super_users
 from logbroker.security.principal import ANONYMOUS
 from logbroker.server.config_defs import ConfigError
 
@@ -27,14 +28,15 @@ CONFIG_RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC in the config APIs
 
 def create_authorizer(config) -> AclAuthorizer | None:
     """The authorizer `authorizer.class.name` names (its ACLs not yet loaded), or None when it is
-    empty; any other class is a startup error naming the key."""
+    empty. Kafka's ZooKeeper-era AclAuthorizer and KRaft's StandardAuthorizer are the same ACL
+    authorizer here; any other class is a startup error naming the key."""
     name = (config.authorizer_class_name or "").strip()
     if not name:
         return None
-    if name != AUTHORIZER_CLASS:
+    if name not in AUTHORIZER_CLASSES:
         raise ConfigError(f"Invalid value {name!r} for configuration authorizer.class.name: "
-                          f"logbroker implements only {AUTHORIZER_CLASS} (ZooKeeper-era ACLs) or "
-                          f"none (empty)")
+                          f"logbroker implements only {' and '.join(AUTHORIZER_CLASSES)} (the same "
+                          f"ACL authorizer) or none (empty)")
     return AclAuthorizer(super_users=parse_super_users(config.super_users),
                          allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found)
 
@@ -102,6 +104,15 @@ def require_group(broker, request, operation: AclOperation, group_id: str) -> No
     if broker.authorizer is not None and not allowed(broker, request, operation, GROUP, group_id):
         raise GroupAuthorizationFailedError(
             f"{principal(request)} is not authorized for {operation.kafka_name} on group {group_id}.")
+
+
+def require_transactional_id(broker, request, operation: AclOperation, transactional_id: str) -> None:
+    """Raise TRANSACTIONAL_ID_AUTHORIZATION_FAILED unless `operation` on the id is allowed."""
+    if broker.authorizer is not None and not allowed(broker, request, operation, ResourceType.TRANSACTIONAL_ID,
+                                                     transactional_id):
+        raise TransactionalIdAuthorizationFailedError(
+            f"{principal(request)} is not authorized for {operation.kafka_name} on transactional id "
+            f"{transactional_id}.")
 
 
 def may_create_topic(broker, request, name: str) -> bool:

@@ -16,14 +16,24 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+from logbroker.client import PLAINTEXT
 from logbroker.clock import Clock, SystemClock
 from logbroker.coordinator.group_coordinator import GroupCoordinator
 from logbroker.coordinator.producer_ids import ProducerIdManager
+from logbroker.coordinator.transaction_coordinator import TransactionCoordinator
+from logbroker.coordinator.transaction_marker_channel import TransactionMarkerChannel
+from logbroker.coordinator.transaction_verification import TransactionVerifier
+from logbroker.coordinator.transactional_offsets import complete_transactional_offsets
 from logbroker.metadata.controller import Controller
 from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.metadata_cache import MetadataCache
 from logbroker.metadata.model import BrokerInfo, PartitionState, TopicInfo, new_topic_id
 from logbroker.replication.replica_manager import ReplicaManager
+from logbroker.replication.replica_selector import (
+    RACK_AWARE_REPLICA_SELECTOR,
+    ClientMetadata,
+    preferred_read_replica,
+)
 from logbroker.server.authorization import create_authorizer
 from logbroker.server.config import KafkaConfig
 from logbroker.server.connection_quotas import ConnectionQuotas
@@ -59,6 +69,8 @@ class Broker:
         self.controller: Controller | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
+        self.transaction_verifier: TransactionVerifier | None = None
         self.server: KafkaServer | None = None
         self.metrics = None  # server.metrics.MetricsServer when metrics.port is set
         self.authorizer = None  # security.authorizer.AclAuthorizer when authorizer.class.name is set
@@ -140,6 +152,8 @@ class Broker:
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)
         self.replica_manager.partition_exists = self._partition_exists
+        if self.config.replica_selector_class == RACK_AWARE_REPLICA_SELECTOR:
+            self.replica_manager.preferred_read_replica = self._preferred_read_replica
         if self.zk is None:
             self.controller = Controller(self.store, live_brokers=[self.broker_id])
             self._adopt_orphan_logs()
@@ -155,6 +169,23 @@ class Broker:
         self.group_coordinator = GroupCoordinator(broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store, create_topic=self.create_topic, clock=self.clock,
                                                   live_brokers=(lambda: len(self.store.brokers())) if self.zk is not None else None)
         self.group_coordinator.load()
+        live_brokers = (lambda: len(self.store.brokers())) if self.zk is not None else None
+        self.transaction_coordinator = TransactionCoordinator(
+            broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store,
+            producer_ids=self.producer_ids, create_topic=self.create_topic, clock=self.clock,
+            live_brokers=live_brokers,
+            marker_channel=TransactionMarkerChannel(
+                broker_id=self.broker_id, replica_manager=self.replica_manager, store=self.store,
+                endpoint=self._broker_address, security=self.inter_broker_security or PLAINTEXT,
+                request_timeout_ms=self.config.request_timeout_ms))
+        self.transaction_coordinator.start()
+        self.transaction_verifier = TransactionVerifier(
+            broker_id=self.broker_id, coordinator=self.transaction_coordinator, store=self.store,
+            endpoint=self._broker_address, security=self.inter_broker_security or PLAINTEXT,
+            request_timeout_ms=self.config.request_timeout_ms)
+        gc = self.group_coordinator
+        self.replica_manager.add_txn_marker_listener(
+            lambda tp, producer_id, commit: complete_transactional_offsets(gc, tp, producer_id, commit))
         self.server = KafkaServer(Dispatcher(self), max_request_bytes=self.config.socket_request_max_bytes,
                                   connections_max_idle_ms=self.config.connections_max_idle_ms,
                                   clock_ms=self.clock.monotonic_ms,
@@ -231,10 +262,18 @@ class Broker:
         self.cluster = ZooKeeperCluster(self, self.zk, self.store)
         self.replica_manager.fetcher_manager = ReplicaFetcherManager(
             broker_id=self.broker_id, leader_address=self._broker_address,
-            security=self.inter_broker_security)
+            security=self.inter_broker_security,
+            on_progress=self.replica_manager.fetch_purgatory.check_and_complete)
         self.replica_manager.alter_isr = self.cluster.alter_isr
         await self.cluster.start(info, endpoints, security_protocol_map=dict(
             self.config.listener_security_protocol_map))
+
+    def _preferred_read_replica(self, partition, client: ClientMetadata, fetch_offset: int) -> int | None:
+        """KIP-392 on a leader: the follower in the consumer's rack to fetch from, if any."""
+        if not client.rack_id:
+            return None
+        racks = {b.broker_id: b.rack for b in self.brokers(client.listener_name)}
+        return preferred_read_replica(partition, client, fetch_offset, racks)
 
     def inter_broker_endpoint(self, broker_id: int) -> BrokerInfo | None:
         """A live broker at its inter-broker listener's endpoint (None: not live, or no such listener)."""
@@ -395,6 +434,9 @@ class Broker:
             await self.cluster.close()
         elif self.zk is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.zk.close)
+        if self.transaction_coordinator is not None:
+            await self.transaction_coordinator.shutdown()
+            await self.transaction_verifier.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.log_manager is not None:

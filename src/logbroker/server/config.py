@@ -47,9 +47,13 @@ from logbroker.server.config_defs import (
     parse_override,
     parse_value,
 )
-from logbroker.storage.log_config import TOPIC_CONFIGS, LogConfig, format_value
+from logbroker.storage.log_config import REMOVED_IN_KAFKA_4, TOPIC_CONFIGS, LogConfig, format_value
 
 log = logging.getLogger("kafka.server.KafkaConfig")
+
+# The broker keys of the topic configs Kafka 4.0 removed (log.message.format.version, …).
+_REMOVED_BROKER_KEYS = {TOPIC_CONFIGS[name].broker_synonym: why
+                        for name, why in REMOVED_IN_KAFKA_4.items()}
 
 
 class ConfigSource(enum.IntEnum):
@@ -115,7 +119,10 @@ class KafkaConfig:
 
     # Server basics and listeners
     broker_id: int
+    node_id: int | None
+    controller_listener_names: list[str]
     broker_rack: str | None
+    replica_selector_class: str | None
     listeners: tuple[Endpoint, ...]
     advertised_listeners: tuple[Endpoint, ...]
     listener_security_protocol_map: dict[str, str]
@@ -184,6 +191,7 @@ class KafkaConfig:
     log_message_timestamp_before_max_ms: int
     log_message_timestamp_difference_max_ms: int
     log_message_downconversion_enable: bool
+    log_message_format_version: str
     follower_replication_throttled_replicas: list[str]
     leader_replication_throttled_replicas: list[str]
     # Log cleaner
@@ -247,6 +255,11 @@ class KafkaConfig:
     transaction_state_log_min_isr: int
     transaction_state_log_segment_bytes: int
     transaction_state_log_load_buffer_size: int
+    transaction_max_timeout_ms: int
+    transactional_id_expiration_ms: int
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int
+    transaction_remove_expired_transaction_cleanup_interval_ms: int
+    transaction_partition_verification_enable: bool
     producer_id_expiration_ms: int
 
     def __init__(self, props: Mapping[str, object], *, log_warnings: bool = True) -> None:
@@ -260,6 +273,9 @@ class KafkaConfig:
             definition = BROKER_CONFIGS.get(key)
             if definition is not None:
                 values[key] = parse_value(definition, raw)
+                if key in _REMOVED_BROKER_KEYS:
+                    warnings.append(f"Broker configuration {key} with value {raw} is deprecated "
+                                    f"and was removed in Apache Kafka 4.0; {_REMOVED_BROKER_KEYS[key]}")
             elif _listener_key_used(key, raw):
                 pass
             elif is_kafka_only(key):
@@ -269,10 +285,10 @@ class KafkaConfig:
                 hint = f" (did you mean {suggestion}?)" if suggestion else ""
                 warnings.append(f"Unknown config {key} was supplied; ignoring it{hint}")
         self._values = values
-        self.warnings: tuple[str, ...] = tuple(warnings)
         for name, value in values.items():
             setattr(self, _attr(name), value)
-        self._derive()
+        self._derive(warnings)
+        self.warnings: tuple[str, ...] = tuple(warnings)
         if log_warnings:
             for line in self.warnings:
                 log.warning("%s", line)
@@ -305,8 +321,14 @@ class KafkaConfig:
             raise ConfigError(f"Cannot parse config file {os.fspath(path)}: {e}") from None
         return cls.from_props(props, overrides, log_warnings=log_warnings)
 
-    def _derive(self) -> None:
+    def _derive(self, warnings: list[str]) -> None:
         v = self._values
+        if v["node.id"] is not None:
+            # KRaft's name for the id (Kafka 4's stock file sets only node.id).
+            if "broker.id" in self.originals and v["broker.id"] != v["node.id"]:
+                raise ConfigError(f"Invalid value {v['broker.id']!r} for configuration broker.id: "
+                                  f"must be equal to node.id ({v['node.id']}) when both are set")
+            self.broker_id = v["node.id"]
         self.log_dirs = tuple(v["log.dirs"]) if v["log.dirs"] else (
             (v["log.dir"],) if v["log.dir"] else ())
         self.log_roll_ms = self._synonym_value("segment.ms")
@@ -319,7 +341,7 @@ class KafkaConfig:
                               "unlimited (-1) or at least 1")
         if v["zookeeper.connection.timeout.ms"] is None:
             self.zookeeper_connection_timeout_ms = v["zookeeper.session.timeout.ms"]
-        self._derive_listeners()
+        self._derive_listeners(warnings)
 
     def _synonym_value(self, topic_name: str) -> int:
         """The broker-level value of a topic config: the first of its synonyms that is set."""
@@ -329,21 +351,31 @@ class KafkaConfig:
                 return value * factor
         raise AssertionError(f"no synonym of {topic_name} has a default")
 
-    def _derive_listeners(self) -> None:
+    def _derive_listeners(self, warnings: list[str]) -> None:
         v = self._values
         protocol_map = _parse_protocol_map(v["listener.security.protocol.map"])
         self.listener_security_protocol_map = protocol_map
         self.listeners = _parse_endpoints("listeners", v["listeners"], protocol_map,
                                           distinct_ports=True)
+        controller_names = {name.upper() for name in v["controller.listener.names"]}
+        if controller_names:
+            # A KRaft controller listener (Kafka 4's stock file has CONTROLLER://:9093): there is
+            # no KRaft quorum here (metadata lives in ZooKeeper or a file), so nothing to serve.
+            skipped = [e for e in self.listeners if e.listener_name in controller_names]
+            self.listeners = tuple(e for e in self.listeners if e.listener_name not in controller_names)
+            for e in skipped:
+                warnings.append(f"Listener {e.listener_name} is a KRaft controller listener "
+                                f"(controller.listener.names); logbroker has no KRaft controller "
+                                f"and does not listen on port {e.port}")
         if not self.listeners:
             raise ConfigError("Invalid value '' for configuration listeners: "
                               "expected at least one listener_name://host:port")
         if v["advertised.listeners"] is None:
             self.advertised_listeners = self.listeners
         else:
-            self.advertised_listeners = _parse_endpoints(
+            self.advertised_listeners = tuple(e for e in _parse_endpoints(
                 "advertised.listeners", v["advertised.listeners"], protocol_map,
-                distinct_ports=False)
+                distinct_ports=False) if e.listener_name not in controller_names)
         names = {e.listener_name for e in self.listeners}
         advertised_names = {e.listener_name for e in self.advertised_listeners}
         if not advertised_names <= names:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from logbroker.errors import InvalidConfigError
+from logbroker.replication.replica_selector import SELECTORS
 from logbroker.storage.log_config import (
     INT_MAX,
     LONG_MAX,
@@ -88,7 +89,17 @@ _BROKER_ONLY_DEFS = (
     # Server basics
     _D("broker.id", "int", 0, "this broker's id; logbroker's default is 0 (Kafka's -1 asks Kafka to "
        "generate one, which logbroker does not do)", at_least(0)),
-    _D("broker.rack", "string", None, "rack of this broker, for rack-aware replica assignment"),
+    _D("node.id", "int", None, "KRaft's name for broker.id (Kafka 4's stock server.properties "
+       "sets it): this broker's id when broker.id is not set; both set must be equal", at_least(0)),
+    _D("controller.listener.names", "list", [], "KRaft controller listeners: logbroker has no "
+       "KRaft controller, so the listeners named here are left out of listeners and "
+       "advertised.listeners (with a warning)"),
+    _D("broker.rack", "string", None, "rack of this broker, for rack-aware replica assignment "
+       "and for consumers that fetch from the closest replica (KIP-392)"),
+    _D("replica.selector.class", "string", None, "KIP-392: unset or "
+       "org.apache.kafka.common.replica.LeaderSelector (consumers fetch from leaders), or "
+       "org.apache.kafka.common.replica.RackAwareReplicaSelector (a consumer with client.rack is "
+       "sent to an in-sync replica in its rack)", one_of(*SELECTORS)),
     _D("listeners", "string", "PLAINTEXT://127.0.0.1:9092",
        "listener_name://host:port entries to listen on; an empty host means every interface. "
        "logbroker's default listens on 127.0.0.1 only (Kafka's is PLAINTEXT://:9092)"),
@@ -138,7 +149,8 @@ _BROKER_ONLY_DEFS = (
     _D("connection.failed.authentication.delay.ms", "int", 100, "delay before closing a connection "
        "whose authentication failed", at_least(0)),
     _D("authorizer.class.name", "string", "", "the authorizer: empty (everything is allowed) or "
-       "kafka.security.authorizer.AclAuthorizer (ACLs in the metadata store)"),
+       "kafka.security.authorizer.AclAuthorizer or org.apache.kafka.metadata.authorizer."
+       "StandardAuthorizer (the same here: ACLs in the metadata store)"),
     _D("allow.everyone.if.no.acl.found", "boolean", False,
        "with the AclAuthorizer, allow an operation on a resource no ACL applies to"),
     _D("super.users", "string", None, "principals allowed everything with the AclAuthorizer, "
@@ -262,6 +274,17 @@ _BROKER_ONLY_DEFS = (
        "segment.bytes of __transaction_state", at_least(1)),
     _D("transaction.state.log.load.buffer.size", "int", 5_242_880,
        "read buffer when loading __transaction_state", at_least(1)),
+    _D("transaction.max.timeout.ms", "int", 900_000,
+       "largest transaction.timeout.ms a producer may ask (INVALID_TRANSACTION_TIMEOUT above)", at_least(1)),
+    _D("transactional.id.expiration.ms", "int", 604_800_000,
+       "a transactional id idle this long is removed", at_least(1)),
+    _D("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10_000,
+       "how often transactions past their timeout are looked for and aborted", at_least(1)),
+    _D("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3_600_000,
+       "how often expired transactional ids are looked for", at_least(1)),
+    _D("transaction.partition.verification.enable", "boolean", True,
+       "check with the coordinator that a partition is in the transaction before the first "
+       "transactional batch of a producer is appended to it (KIP-890)"),
     _D("producer.id.expiration.ms", "int", 86_400_000,
        "forget a producer id's state after this long without writes", at_least(1)),
     _D("quota.window.num", "int", 11, "samples kept by the client quota rates", at_least(1)),
@@ -362,9 +385,7 @@ ssl.keymanager.algorithm ssl.keystore.certificate.chain ssl.keystore.key ssl.key
 ssl.keystore.password ssl.keystore.type ssl.principal.mapping.rules ssl.protocol ssl.provider
 ssl.secure.random.implementation ssl.trustmanager.algorithm ssl.truststore.certificates
 ssl.truststore.location ssl.truststore.password ssl.truststore.type
-telemetry.max.bytes transaction.abort.timed.out.transaction.cleanup.interval.ms
-transaction.max.timeout.ms transaction.partition.verification.enable
-transaction.remove.expired.transaction.cleanup.interval.ms transactional.id.expiration.ms
+telemetry.max.bytes
 unclean.leader.election.interval.ms unstable.api.versions.enable unstable.feature.versions.enable
 zookeeper.clientCnxnSocket zookeeper.max.in.flight.requests zookeeper.metadata.migration.enable
 zookeeper.metadata.migration.min.batch.size zookeeper.set.acl zookeeper.ssl.cipher.suites
@@ -375,8 +396,9 @@ zookeeper.ssl.protocol zookeeper.ssl.truststore.location zookeeper.ssl.truststor
 zookeeper.ssl.truststore.type
 """.split()) - BROKER_CONFIGS.keys()
 
-# Per-listener overrides (`listener.name.internal.ssl.keystore.location`, …) are Kafka's too.
-_KAFKA_ONLY_PREFIXES = ("listener.name.",)
+# Per-listener overrides (`listener.name.internal.ssl.keystore.location`, …) are Kafka's too, and
+# so are Kafka 4's share-group coordinator keys (KIP-932; its stock server.properties sets two).
+_KAFKA_ONLY_PREFIXES = ("listener.name.", "share.coordinator.")
 
 # Kafka's PASSWORD-typed keys: DescribeConfigs hides their values.
 PASSWORD_SUFFIXES = (

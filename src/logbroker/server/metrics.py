@@ -25,6 +25,10 @@ Names are Kafka's JMX metrics as the Prometheus JMX exporter's standard Kafka ru
     Request request-time / throttle-time, ControllerMutation mutation-rate / throttle-time: the
     client quota sensors, server/client_quotas.py) → kafka_server_quota_byte_rate{resource="Produce",
         user="U",clientId="C"} (the exporter's quota rule; an absent tag is an empty label)
+    kafka.coordinator.transaction:type=TransactionMarkerChannelManager,name=UnknownDestinationQueueSize
+        → kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize
+        (and LogAppendRetryQueueSize: markers not yet written); the transaction-coordinator-metrics
+        group's partition-load-time-max/-avg → kafka_server_transaction_coordinator_metrics_partition_load_time_max
     consumer-group lag, which Kafka has no JMX metric for, as kafka_exporter names it:
         kafka_consumergroup_lag{consumergroup,topic,partition}, kafka_consumergroup_current_offset
 
@@ -314,6 +318,7 @@ class BrokerCollector:
         yield from self._server()
         yield from self._quotas()
         yield from self._group_lag()
+        yield from self._transaction_coordinator()
 
     def _topic_metrics(self, hosted_topics: set[str]) -> Iterable[Metric]:
         m = self.metrics
@@ -447,6 +452,25 @@ class BrokerCollector:
                 if partition is not None and offset >= 0:
                     lag.add_metric(values, max(partition.high_watermark - offset, 0))
         yield from (current, lag)
+
+
+    def _transaction_coordinator(self) -> Iterable[Metric]:
+        coordinator = getattr(self.broker, "transaction_coordinator", None)
+        if coordinator is None:
+            return
+        channel = coordinator.marker_channel
+        prefix = "kafka_coordinator_transaction_transactionmarkerchannelmanager_"
+        yield GaugeMetricFamily(prefix + "unknowndestinationqueuesize",
+                                "Transaction markers waiting for their partition to have a leader",
+                                value=channel.unknown_destination_queue_size)
+        yield GaugeMetricFamily(prefix + "logappendretryqueuesize",
+                                "Transaction markers not yet written to their partitions", value=channel.queue_size)
+        times = coordinator.state_manager.load_times_ms
+        prefix = "kafka_server_transaction_coordinator_metrics_partition_load_time_"
+        yield GaugeMetricFamily(prefix + "max", "Longest load of a __transaction_state partition (ms)",
+                                value=max(times, default=0))
+        yield GaugeMetricFamily(prefix + "avg", "Average load of a __transaction_state partition (ms)",
+                                value=sum(times) / len(times) if times else 0)
 
 
 class _Snapshot:

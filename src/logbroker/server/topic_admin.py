@@ -24,6 +24,7 @@ import uuid
 
 from logbroker.errors import InvalidConfigError, RequestTimedOutError
 from logbroker.metadata.model import TopicInfo
+from logbroker.storage.log_config import deprecation_warnings
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
@@ -39,6 +40,8 @@ async def create_topic(broker, name: str, *, num_partitions: int, replication_fa
     info = broker.create_topic(name, num_partitions=num_partitions, replication_factor=replication_factor,
                                configs=configs, assignment=assignment,
                                validate_only=validate_only or broker.zk is not None)
+    if not validate_only:
+        warn_deprecated_configs(name, configs)
     if broker.zk is None or validate_only:
         return info
     await _in_thread(broker.zk.create_topic, info)
@@ -79,8 +82,15 @@ async def create_partitions(broker, name: str, count: int, *, assignment: list[t
                           f"yet after {timeout_ms} ms; retry the describe later.")
 
 
+def warn_deprecated_configs(name: str, configs: dict[str, str]) -> None:
+    """One WARN line per config a topic is given that Kafka 4.0 removed."""
+    for line in deprecation_warnings(name, configs):
+        log.warning("%s", line)
+
+
 async def set_topic_configs(broker, name: str, configs: dict[str, str]) -> None:
     """Replace a topic's config overrides (already validated) and apply them here."""
+    warn_deprecated_configs(name, configs)
     if broker.zk is None:
         broker.set_topic_configs(name, configs)
         return

@@ -357,7 +357,7 @@ class Log:
         with self._lock:
             self._check_open()
             header = validate_batch(view, config=self._config, now_ms=now_ms,
-                                    is_from_client=is_from_client)
+                                    is_from_client=is_from_client, topic_partition=self._tp)
             marker = read_end_txn_marker(view) if header.is_control else None
             duplicate = self._producer_state.check(header, marker)
             if duplicate is not None:

@@ -41,18 +41,60 @@ def between(lo: float, hi: float) -> Callable[[object], str | None]:
     return lambda v: None if lo <= v <= hi else f"must be between {lo} and {hi}"
 
 
-def one_of(*choices: str) -> Callable[[object], str | None]:
+def one_of(*choices: str, allow_empty: bool = False) -> Callable[[object], str | None]:
     def check(v: object) -> str | None:
         values = v if isinstance(v, list) else [v]
         bad = [x for x in values if x not in choices]
-        return f"must be one of {', '.join(choices)}" if bad or not values else None
+        return f"must be one of {', '.join(choices)}" if bad or not (values or allow_empty) else None
     return check
+
+
+# Kafka 3.9's MetadataVersion strings (MetadataVersionValidator): every IBP version and every
+# release up to 3.9. message.format.version takes them; from IBP 3.0 on Kafka ignores it.
+_IBP_VERSIONS = (
+    ["0.8.0", "0.8.1", "0.8.2", "0.9.0", "0.10.0-IV0", "0.10.0-IV1", "0.10.1-IV0", "0.10.1-IV1",
+     "0.10.1-IV2", "0.10.2-IV0", "0.11.0-IV0", "0.11.0-IV1", "0.11.0-IV2", "1.0-IV0", "1.1-IV0",
+     "2.0-IV0", "2.0-IV1", "2.1-IV0", "2.1-IV1", "2.1-IV2", "2.2-IV0", "2.2-IV1", "2.3-IV0",
+     "2.3-IV1", "2.4-IV0", "2.4-IV1", "2.5-IV0", "2.6-IV0", "2.7-IV0", "2.7-IV1", "2.7-IV2",
+     "2.8-IV0", "2.8-IV1", "3.0-IV0", "3.0-IV1", "3.1-IV0", "3.2-IV0", "3.3-IV0", "3.3-IV1",
+     "3.3-IV2", "3.3-IV3", "3.4-IV0", "3.5-IV0", "3.5-IV1", "3.5-IV2", "3.6-IV0", "3.6-IV1",
+     "3.6-IV2", "3.7-IV0", "3.7-IV1", "3.7-IV2", "3.7-IV3", "3.7-IV4", "3.8-IV0", "3.9-IV0"])
+METADATA_VERSIONS = frozenset(_IBP_VERSIONS) | {v.split("-")[0] for v in _IBP_VERSIONS}
+
+
+def metadata_version(value: object) -> str | None:
+    """Kafka's MetadataVersion.fromVersionString: `2.8`, `2.8.1` (patch ignored), `3.0-IV1`,
+    `0.10.2` (three parts before 1.0)."""
+    parts = str(value).split(".")
+    key = ".".join(parts[:3 if str(value).startswith("0.") else 2])
+    return None if key in METADATA_VERSIONS else f"Version {value} is not a valid version"
+
+
+# Topic configs Kafka 3.9 has and 4.0 removed (KIP-724: no message format but v2, no
+# down-conversion; KIP-937's difference.max.ms): accepted, described back, one deprecation WARN
+# line when set. The first two have no effect here (logbroker writes and serves v2 only).
+REMOVED_IN_KAFKA_4 = {
+    "message.format.version": "it is ignored: logbroker writes message format v2 only, as Kafka "
+                              "does from inter-broker protocol 3.0",
+    "message.downconversion.enable": "it has no effect: logbroker never down-converts (Fetch v4+ "
+                                     "only)",
+    "message.timestamp.difference.max.ms": "use message.timestamp.before.max.ms and "
+                                           "message.timestamp.after.max.ms (KIP-937)",
+}
+
+
+def deprecation_warnings(topic: str, overrides: Mapping[str, object]) -> list[str]:
+    """One line per deprecated key a topic sets, for the log."""
+    return [f"Topic configuration {key} with value `{overrides[key]}` of topic `{topic}` is "
+            f"deprecated and was removed in Apache Kafka 4.0; {why}"
+            for key, why in REMOVED_IN_KAFKA_4.items() if key in overrides]
 
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
     ConfigDef("cleanup.policy", "list", ["delete"], "log.cleanup.policy",
-              "delete old segments, compact to the latest value per key, or both",
-              one_of("delete", "compact")),
+              "delete old segments, compact to the latest value per key, or both; empty (Kafka "
+              "4.2, KAFKA-19112): neither — only DeleteRecords moves the log start",
+              one_of("delete", "compact", allow_empty=True)),
     ConfigDef("compression.type", "string", "producer", "compression.type",
               "codec for stored batches; 'producer' keeps what the producer sent",
               one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
@@ -85,7 +127,11 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
     ConfigDef("max.message.bytes", "int", 1_048_588, "message.max.bytes",
               "largest record batch accepted", at_least(0)),
     ConfigDef("message.downconversion.enable", "boolean", True,
-              "log.message.downconversion.enable", "down-convert for old consumers"),
+              "log.message.downconversion.enable",
+              "deprecated, removed in Kafka 4.0: down-convert for old consumers (no effect)"),
+    ConfigDef("message.format.version", "string", "3.0-IV1", "log.message.format.version",
+              "deprecated, removed in Kafka 4.0: the message format version (ignored, as Kafka "
+              "does from inter-broker protocol 3.0)", metadata_version),
     ConfigDef("message.timestamp.after.max.ms", "long", LONG_MAX,
               "log.message.timestamp.after.max.ms",
               "how far a record's timestamp may lie in the future", at_least(0)),
@@ -201,6 +247,7 @@ class LogConfig:
     max_compaction_lag_ms: int
     max_message_bytes: int
     message_downconversion_enable: bool
+    message_format_version: str
     message_timestamp_after_max_ms: int
     message_timestamp_before_max_ms: int
     message_timestamp_difference_max_ms: int

@@ -3,7 +3,14 @@ UnifiedLog.analyzeAndValidateRecords, header-only).
 
 The produce path checks one batch from its 61-byte header (DESIGN.md §1): framing, magic, size
 limits, CRC-32C, offsets and count, control and producer fields, timestamps. Records are decoded
-only for a compacted topic, which refuses null keys. Nothing here writes or changes the buffer.
+only for a compacted topic, which refuses null keys, and for a batch whose header timestamps are
+out of range, to name the records at fault. Nothing here writes or changes the buffer.
+
+Record-level errors (KIP-467, Kafka's RecordValidationException): when the records are decoded,
+every record at fault is named by its index in the batch — a null key on a compacted topic, a
+timestamp out of range, a record that does not decode — and the error raised carries them as
+`record_errors`, which a Produce v8+ answer lists. The whole batch is still refused (Kafka
+appends nothing either); clients fail those records and may re-send the others.
 
 Which error a client sees, as Kafka (in the order Kafka checks):
 
@@ -32,6 +39,7 @@ from collections.abc import Iterator
 
 from logbroker.errors import (
     CorruptRecordError,
+    KafkaError,
     InvalidRecordError,
     InvalidTimestampError,
     MessageTooLargeError,
@@ -40,6 +48,7 @@ from logbroker.errors import (
 )
 from logbroker.records.batch import (
     BATCH_LENGTH,
+    HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC,
     MAGIC_OFFSET,
@@ -49,7 +58,8 @@ from logbroker.records.batch import (
     compute_crc,
     read_header,
 )
-from logbroker.records.record_batch import RecordBatch
+from logbroker.records.compression import decompress
+from logbroker.records.record import Record, decode_record
 from logbroker.storage.log_config import LONG_MAX, LogConfig
 
 # Kafka's LegacyRecord.RECORD_OVERHEAD_V0: crc, magic, attributes, key and value lengths.
@@ -105,13 +115,16 @@ def _check_framing(view: memoryview, position: int) -> int:
     return size if size <= remaining else -1
 
 
-def validate_batch(buf, *, config: LogConfig, now_ms: int, is_from_client: bool = True) -> BatchHeader:
+def validate_batch(buf, *, config: LogConfig, now_ms: int, is_from_client: bool = True,
+                   topic_partition: object = None) -> BatchHeader:
     """Check that `buf` is exactly one valid v2 batch for a topic with `config`; return its
-    header. Raises the KafkaError listed in the module docstring.
+    header. Raises the KafkaError listed in the module docstring, with `record_errors` when
+    records were decoded and some failed (`topic_partition` names the partition in them).
 
     `is_from_client=False` (the broker's own coordinators) skips the checks that only make sense
     for producers: baseOffset 0, the record count, control batches, producer sequences and the
-    LogAppendTime attribute. Header-only unless the topic is compacted.
+    LogAppendTime attribute. Header-only unless the topic is compacted or a header timestamp is
+    out of range.
     """
     view = memoryview(buf)
     try:
@@ -145,9 +158,14 @@ def validate_batch(buf, *, config: LogConfig, now_ms: int, is_from_client: bool 
             f"size of {config.segment_bytes} (segment.bytes)")
     if is_from_client:
         _check_client_fields(header)
-    _check_timestamps(header, config, now_ms, is_from_client)
-    if config.compact and not header.is_control:
-        _check_keys(view, header)
+    timestamp_error = _check_timestamps(header, config, now_ms, is_from_client)
+    check_keys = config.compact and not header.is_control
+    if check_keys or timestamp_error is not None:
+        _check_records(view, header, check_keys=check_keys,
+                       time_range=None if timestamp_error is None else _time_range(config, now_ms),
+                       topic_partition=topic_partition)
+    if timestamp_error is not None:
+        raise timestamp_error  # the header's timestamps are out of range, none of the records'
     return header
 
 
@@ -170,33 +188,90 @@ def _check_client_fields(header: BatchHeader) -> None:
             f"{header.producer_id}")
 
 
-def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int, is_from_client: bool) -> None:
+def _time_range(config: LogConfig, now_ms: int) -> tuple[int, int]:
+    return now_ms - timestamp_before_max_ms(config), now_ms + timestamp_after_max_ms(config)
+
+
+def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int,
+                      is_from_client: bool) -> InvalidTimestampError | None:
     """Kafka checks every record's timestamp; from the header, baseTimestamp stands for the
     smallest and maxTimestamp for the largest (for batches built by Kafka's clients the first
-    record's timestamp is the base, and later records rarely go back in time)."""
+    record's timestamp is the base, and later records rarely go back in time). Returns the error
+    for a header out of range, for `_check_records` to name the records at fault."""
     if header.is_log_append_time:
         if is_from_client:
             raise InvalidTimestampError(
                 "Invalid timestamp type in record batch: producers must not set the timestamp "
                 "type to LogAppendTime")
-        return
+        return None
     if config.log_append_time:
-        return  # the broker stamps its own time
-    before = timestamp_before_max_ms(config)
-    after = timestamp_after_max_ms(config)
+        return None  # the broker stamps its own time
+    low, high = _time_range(config, now_ms)
     for ts in (header.base_timestamp, header.max_timestamp):
-        if ts != NO_TIMESTAMP and (ts < now_ms - before or ts > now_ms + after):
-            raise InvalidTimestampError(
+        if ts != NO_TIMESTAMP and (ts < low or ts > high):
+            return InvalidTimestampError(
                 f"Timestamp {ts} of message with offset {header.base_offset} is out of range. "
-                f"The timestamp should be within [{now_ms - before}, {now_ms + after}]")
+                f"The timestamp should be within [{low}, {high}]")
+    return None
 
 
-def _check_keys(view: memoryview, header: BatchHeader) -> None:
-    for record in RecordBatch(view, 0).records():
-        if record.key is None:
+def _iter_records(data: bytes, header: BatchHeader) -> Iterator[tuple[Record, int]]:
+    """The batch's records one by one, each with the position after it, so that the one that
+    does not decode can be named."""
+    position = 0
+    for _ in range(header.records_count):
+        record, position = decode_record(data, position, base_offset=header.base_offset,
+                                         base_timestamp=header.base_timestamp,
+                                         base_sequence=header.base_sequence)
+        yield record, position
+
+
+def _check_records(view: memoryview, header: BatchHeader, *, check_keys: bool,
+                   time_range: tuple[int, int] | None, topic_partition: object) -> None:
+    """Decode every record and raise, as Kafka's LogValidator, one error naming all the records
+    at fault: INVALID_TIMESTAMP when any timestamp is out of range, else INVALID_RECORD."""
+    data = view[HEADER_SIZE:header.size_in_bytes]
+    if header.compression_codec:
+        try:
+            data = decompress(header.compression_codec, data)
+        except CorruptRecordError as exc:
             raise InvalidRecordError(
-                f"Compacted topic cannot accept message without key (offset delta "
-                f"{record.offset - header.base_offset})")
+                f"Found invalid compressed records in topic partition {topic_partition}: {exc}") from None
+    data = bytes(data)
+    record_errors: list[tuple[int, str]] = []
+    bad_timestamp = False
+    decoded = end = 0
+    try:
+        for record, end in _iter_records(data, header):
+            if check_keys and record.key is None:
+                record_errors.append((decoded, f"Compacted topic cannot accept message without key "
+                                               f"in topic partition {topic_partition}"))
+            elif (time_range is not None and record.timestamp != NO_TIMESTAMP
+                  and not time_range[0] <= record.timestamp <= time_range[1]):
+                bad_timestamp = True
+                record_errors.append((decoded, f"Timestamp {record.timestamp} of message with offset "
+                                               f"{record.offset} is out of range. The timestamp should "
+                                               f"be within [{time_range[0]}, {time_range[1]}]"))
+            decoded += 1
+    except CorruptRecordError as exc:
+        record_errors.append((decoded, f"Found invalid record in topic partition {topic_partition}: {exc}"))
+    else:
+        if end != len(data):
+            raise InvalidRecordError(
+                f"Record batch in topic partition {topic_partition} declares {header.records_count} "
+                f"records but has bytes after them")
+    if not record_errors:
+        return
+    if bad_timestamp:
+        error: KafkaError = InvalidTimestampError(
+            "One or more records have been rejected due to invalid timestamp")
+    else:
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in record_errors[:3])
+        error = InvalidRecordError(
+            f"One or more records have been rejected due to {len(record_errors)} record errors in "
+            f"total, and only showing the first three errors at most: [{shown}]")
+    error.record_errors = tuple(record_errors)
+    raise error
 
 
 def iter_replicated_batches(buf) -> Iterator[tuple[int, BatchHeader]]:

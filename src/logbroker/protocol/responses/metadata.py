@@ -1,4 +1,4 @@
-"""MetadataResponse v0-v12 (MetadataResponse.json), hand-encoded.
+"""MetadataResponse v0-v13 (MetadataResponse.json), hand-encoded.
 
     throttle_time_ms int32 (v3+),
     brokers [node_id int32, host string, port int32, rack string? (v1+)],
@@ -9,7 +9,7 @@
                         leader_epoch int32 (v7+), replica_nodes [int32], isr_nodes [int32],
                         offline_replicas [int32] (v5+)],
             topic_authorized_operations int32 (v8+)],
-    cluster_authorized_operations int32 (v8-v10)
+    cluster_authorized_operations int32 (v8-v10), error_code int16 (v13+, KIP-1102: always 0 here)
 
 Flexible from v9. Authorized operations are INT32_MIN ("not requested") unless given.
 """
@@ -69,7 +69,7 @@ def encode_metadata_response(
     cluster_authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED,
 ) -> bytes:
     """The whole response frame (size prefix, header, body)."""
-    check_version("Metadata", version, 0, 12)
+    check_version("Metadata", version, 0, 13)
     flexible = version >= 9
     tag = wire.NO_TAGGED_FIELDS if flexible else b""
     string = wire.compact_string if flexible else wire.legacy_string
@@ -119,5 +119,7 @@ def encode_metadata_response(
         append(tag)
     if 8 <= version <= 10:
         append(_I32.pack(cluster_authorized_operations))
+    if version >= 13:
+        append(wire.I16.pack(0))
     append(tag)
     return frame(parts, correlation_id, flexible)

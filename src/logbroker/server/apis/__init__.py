@@ -17,7 +17,8 @@ MODULES = (
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials",
     "alter_user_scram_credentials", "create_acls", "describe_acls", "delete_acls", "elect_leaders",
     "alter_partition_reassignments", "list_partition_reassignments",
-    "controlled_shutdown", "write_txn_markers", "describe_producers",
+    "controlled_shutdown", "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "txn_offset_commit",
+    "describe_transactions", "list_transactions", "write_txn_markers", "describe_producers",
     "describe_client_quotas", "alter_client_quotas",
 )
 

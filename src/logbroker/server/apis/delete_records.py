@@ -1,8 +1,9 @@
 """DeleteRecords (api key 21), v0-2: move partitions' log start offsets up.
 
 Per partition, as Kafka's ReplicaManager.deleteRecords: offset -1 means the high watermark; an
-offset below -1 or above the high watermark is OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy
-lacks `delete` (compact only) is POLICY_VIOLATION; only the leader deletes
+offset below -1 or above the high watermark is OFFSET_OUT_OF_RANGE; a compact-only topic is
+POLICY_VIOLATION (an empty cleanup.policy, KAFKA-19112, leaves DeleteRecords the one way to
+move its start); only the leader deletes
 (NOT_LEADER_OR_FOLLOWER); unknown partitions are UNKNOWN_TOPIC_OR_PARTITION. The answer's
 low_watermark is the new log start offset (-1 with an error).
 
@@ -32,7 +33,8 @@ def handle(broker, request) -> dict:
                 require_topic(broker, request, AclOperation.DELETE, topic.name)
                 partition = hosted_partition(broker, tp)
                 partition.require_leader()
-                if not partition.log.config.delete:
+                config = partition.log.config
+                if config.compact and not config.delete:  # an empty policy allows it (KAFKA-19112)
                     raise PolicyViolationError(
                         f"Records of partition {tp} can not be deleted due to the configured policy")
                 entry["low_watermark"] = broker.replica_manager.delete_records(tp, p.offset)

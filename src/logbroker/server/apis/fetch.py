@@ -1,4 +1,6 @@
-"""Fetch (api key 1), v4-v16: consumers read below the high watermark, followers to the log end.
+"""Fetch (api key 1), v4-v17: consumers read below the high watermark, followers to the log end.
+From v11 a consumer may read from a follower, which a leader with replica.selector.class set may
+point it to (preferred_read_replica, KIP-392; replication/replica_selector.py).
 From v13 topics are named by id (KAFKA-NOTES 6): an id we do not know is UNKNOWN_TOPIC_ID, and the
 response echoes each id as asked.
 
@@ -20,6 +22,7 @@ from logbroker.protocol.responses.fetch import (
     encode_fetch_response,
 )
 from logbroker.replication.replica_manager import FetchPartitionRequest
+from logbroker.replication.replica_selector import ClientMetadata
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import TOPIC, allowed_names, cluster_allowed
 from logbroker.server.client_quotas import principal_name, throttle_request
@@ -46,10 +49,13 @@ def handle(broker, request):
             principal_name(request.connection.principal), request.client_id or "")
         if window_bytes < max_bytes:
             max_bytes = int(window_bytes)
+    # KIP-392: from v11 a consumer sends its rack, and may then read from followers.
+    client_metadata = ClientMetadata(body.rack_id or "", getattr(request.connection, "listener_name", None)) \
+        if request.api_version >= 11 else None
     results = broker.replica_manager.fetch_messages(
         replica_id=replica_id, max_wait_ms=int(body.max_wait.total_seconds() * 1000),
         min_bytes=body.min_bytes, max_bytes=max_bytes, partitions=requested,
-        isolation_level=getattr(body, "isolation_level", 0))
+        isolation_level=getattr(body, "isolation_level", 0), client_metadata=client_metadata)
     if (metrics := broker.replica_manager.metrics) is not None:
         results = metrics.on_fetch(replica_id, results)
     if inspect.isawaitable(results):
@@ -122,6 +128,7 @@ def _encode(request, names, results, denied):
             r = results[TopicPartition(name, p.partition)]
             partitions.append(FetchPartitionData(
                 p.partition, r.error.code if r.error else 0, r.high_watermark, r.last_stable_offset,
-                r.log_start_offset, aborted_transactions=_aborted(r, committed), records=r.records))
+                r.log_start_offset, aborted_transactions=_aborted(r, committed),
+                preferred_read_replica=r.preferred_read_replica, records=r.records))
         topics.append(FetchTopicData(name or "", partitions, getattr(t, "topic_id", None)))
     return encode_fetch_response(request.api_version, request.correlation_id, topics)

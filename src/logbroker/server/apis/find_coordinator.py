@@ -1,9 +1,9 @@
 """FindCoordinator (api key 10), v0-4: which broker coordinates a group.
 
-Key type 0 (group): the leader of the group's `__consumer_offsets` partition, creating the topic
-on first use as Kafka does. Key type 1 (transaction) is COORDINATOR_NOT_AVAILABLE — transactions are
-not implemented, and InitProducerId already refuses transactional ids — and any other key type
-INVALID_REQUEST. v4 answers a batch of keys (`coordinator_keys`), one entry each.
+Key type 0 (group): the leader of the group's `__consumer_offsets` partition; key type 1
+(transaction): the leader of the transactional id's `__transaction_state` partition (DESCRIBE on
+the TransactionalId resource) — each topic created on first use as Kafka does. Any other key type
+is INVALID_REQUEST. v4 answers a batch of keys (`coordinator_keys`), one entry each.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import logging
 
 from logbroker.errors import CoordinatorNotAvailableError, InvalidGroupIdError, InvalidRequestError, KafkaError
 from logbroker.security.acl import AclOperation
-from logbroker.server.authorization import require_group
+from logbroker.server.authorization import require_group, require_transactional_id
 
 API_KEY = 10
 GROUP_KEY_TYPE = 0
@@ -33,15 +33,21 @@ def handle(broker, request) -> dict:
 def _find(broker, request, key_type: int, key: str, listener: str | None = None) -> dict:
     try:
         if key_type == TRANSACTION_KEY_TYPE:
-            raise CoordinatorNotAvailableError("Transactions are not supported by this broker")
-        if key_type != GROUP_KEY_TYPE:
+            require_transactional_id(broker, request, AclOperation.DESCRIBE, key)
+            if not key:
+                raise InvalidRequestError("The transactional id is empty")
+            manager = broker.transaction_coordinator.state_manager
+            manager.ensure_topic()
+            tp = manager.coordinator_partition(key)
+        elif key_type == GROUP_KEY_TYPE:
+            require_group(broker, request, AclOperation.DESCRIBE, key)
+            coordinator = broker.group_coordinator
+            if not key:
+                raise InvalidGroupIdError("The group id is empty")
+            coordinator.ensure_offsets_topic()
+            tp = coordinator.coordinator_partition(key)
+        else:
             raise InvalidRequestError(f"Unknown coordinator key type {key_type}")
-        require_group(broker, request, AclOperation.DESCRIBE, key)
-        coordinator = broker.group_coordinator
-        if not key:
-            raise InvalidGroupIdError("The group id is empty")
-        coordinator.ensure_offsets_topic()
-        tp = coordinator.coordinator_partition(key)
         state = broker.store.partition_state(tp)
         if state is None or state.leader < 0:
             raise CoordinatorNotAvailableError(f"{tp} has no leader")

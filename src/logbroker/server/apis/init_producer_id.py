@@ -1,4 +1,4 @@
-"""InitProducerId (api key 22), v0-4: producer ids for idempotent producers.
+"""InitProducerId (api key 22), v0-4: producer ids for idempotent and transactional producers.
 
 A null transactional id gets a new producer id with epoch 0 — also when v3+ names the current
 producer id and epoch (KIP-360: an idempotent producer resetting after UNKNOWN_PRODUCER_ID or a
@@ -6,36 +6,31 @@ sequence gap). That is what Kafka's TransactionCoordinator does for non-transact
 ("always blindly accept the request and return a new producerId"), and it is the safe answer: the
 id is fresh from a claimed block, where echoing a client's id with epoch + 1 could hand out an id
 this cluster never issued (after a data directory was wiped), later issued again to another
-producer. Java, librdkafka and kafka-python all take whatever id comes back. A producer id given
-without an epoch, or the reverse, is INVALID_REQUEST, as in Kafka.
+producer. A producer id given without an epoch, or the reverse, is INVALID_REQUEST, as in Kafka.
 
-Transactions are not implemented yet. A transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-(53), the one error every client treats as fatal here: librdkafka retries any InitProducerId error
-except INVALID_TRANSACTION_TIMEOUT and the authorization failures (rd_kafka_idemp_check_error), so
-COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR would make it retry until its timeout; the Java
-producer's initTransactions() and kafka-python raise TransactionalIdAuthorizationException at once.
-INVALID_TRANSACTION_TIMEOUT would also stop them but send users to tune a timeout. The broker logs
-why at WARN. An empty transactional id is INVALID_REQUEST, as in Kafka.
+A transactional id goes to the transaction coordinator (coordinator/transaction_coordinator.py):
+WRITE on the TransactionalId resource is required, an empty id is INVALID_REQUEST, and
+PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v4, for clients older than KIP-588.
 """
 
 from __future__ import annotations
 
-import logging
-
 from logbroker.errors import (
     ClusterAuthorizationFailedError,
+    InvalidProducerEpochError,
     InvalidRequestError,
-    TransactionalIdAuthorizationFailedError,
+    KafkaError,
+    ProducerFencedError,
 )
 from logbroker.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-from logbroker.server.authorization import idempotence_allowed
+from logbroker.security.acl import AclOperation
+from logbroker.server.apis._groups import ms
+from logbroker.server.authorization import idempotence_allowed, require_transactional_id
 
 API_KEY = 22
 
-log = logging.getLogger("kafka.coordinator.transaction.TransactionCoordinator")
 
-
-def handle(broker, request) -> dict:
+def handle(broker, request):
     body = request.body
     producer_id = getattr(body, "producer_id", NO_PRODUCER_ID)
     producer_epoch = getattr(body, "producer_epoch", NO_PRODUCER_EPOCH)
@@ -49,10 +44,20 @@ def handle(broker, request) -> dict:
                 "producer_epoch": 0}
     if not transactional_id:
         return _error(InvalidRequestError.code)
-    log.warning("Refused InitProducerId for transactional id %r from client %s: transactions are "
-                "not supported yet (answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED so the client "
-                "fails at once instead of retrying)", transactional_id, request.client_id)
-    return _error(TransactionalIdAuthorizationFailedError.code)
+    return _init_transactional(broker, request, transactional_id, producer_id, producer_epoch)
+
+
+async def _init_transactional(broker, request, transactional_id: str, producer_id: int, producer_epoch: int) -> dict:
+    try:
+        require_transactional_id(broker, request, AclOperation.WRITE, transactional_id)
+        pid, epoch = await broker.transaction_coordinator.init_producer_id(
+            transactional_id=transactional_id, transaction_timeout_ms=ms(request.body.transaction_timeout),
+            expected_producer_id=producer_id, expected_producer_epoch=producer_epoch)
+    except KafkaError as exc:
+        if isinstance(exc, ProducerFencedError) and request.api_version < 4:
+            return _error(InvalidProducerEpochError.code)
+        return _error(exc.code)
+    return {"error_code": 0, "producer_id": pid, "producer_epoch": epoch}
 
 
 def _error(code: int) -> dict:

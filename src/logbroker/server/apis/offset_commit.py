@@ -1,4 +1,4 @@
-"""OffsetCommit (api key 8), v2-9: store a group's consumed positions.
+"""OffsetCommit (api key 8), v2-10: store a group's consumed positions.
 
 Per partition, as Kafka's KafkaApis and GroupCoordinator: an unknown topic or partition is
 UNKNOWN_TOPIC_OR_PARTITION, metadata longer than offset.metadata.max.bytes is
@@ -6,7 +6,9 @@ OFFSET_METADATA_TOO_LARGE; the rest are checked against the group as one (genera
 empty or unknown group is a simple consumer's commit; otherwise the member and generation must be
 current: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID) and
 appended to `__consumer_offsets` before the answer. Null metadata is stored as "" (Kafka's
-NO_METADATA). v2-4's retention_time sets an expiry timestamp kept in memory only.
+NO_METADATA). v2-4's retention_time sets an expiry timestamp kept in memory only. v10 names
+topics by id (KIP-848's, for every group): an id we do not know is UNKNOWN_TOPIC_ID, and the
+answer echoes each id.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from logbroker.errors import (
     KafkaError,
     OffsetMetadataTooLargeError,
     TopicAuthorizationFailedError,
+    UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
 from logbroker.security.acl import AclOperation
 from logbroker.server.apis._groups import ms
+from logbroker.server.apis._topic_ids import topic_names
 from logbroker.server.authorization import TOPIC, allowed_names, require_group
 from logbroker.types import TopicPartition
 
@@ -33,13 +37,17 @@ async def handle(broker, request) -> dict:
     max_metadata = broker.config.offset_metadata_max_bytes
     codes: dict[TopicPartition, int] = {}
     valid: dict[TopicPartition, OffsetAndMetadata] = {}
-    readable = allowed_names(broker, request, AclOperation.READ, TOPIC, (t.name for t in body.topics))
-    for topic in body.topics:
-        info = broker.store.topic(topic.name)
+    names = ([t.name for t in body.topics] if request.api_version < 10
+             else topic_names(broker, (t.topic_id for t in body.topics)))
+    readable = allowed_names(broker, request, AclOperation.READ, TOPIC, (n for n in names if n is not None))
+    for topic, name in zip(body.topics, names):
+        if name is None:
+            continue  # UNKNOWN_TOPIC_ID
+        info = broker.store.topic(name)
         for p in topic.partitions:
-            tp = TopicPartition(topic.name, p.partition_index)
+            tp = TopicPartition(name, p.partition_index)
             metadata = p.committed_metadata or ""
-            if topic.name not in readable:
+            if name not in readable:
                 codes[tp] = TopicAuthorizationFailedError.code
             elif info is None or not 0 <= p.partition_index < info.num_partitions:
                 codes[tp] = UnknownTopicOrPartitionError.code
@@ -60,8 +68,9 @@ async def handle(broker, request) -> dict:
         group_code = exc.code
     for tp in valid:
         codes[tp] = group_code
-    return {"topics": [{"name": topic.name,
+    return {"topics": [{"name": name, "topic_id": getattr(topic, "topic_id", None),
                         "partitions": [{"partition_index": p.partition_index,
-                                        "error_code": codes[TopicPartition(topic.name, p.partition_index)]}
+                                        "error_code": UnknownTopicIdError.code if name is None
+                                        else codes[TopicPartition(name, p.partition_index)]}
                                        for p in topic.partitions]}
-                       for topic in body.topics]}
+                       for topic, name in zip(body.topics, names)]}

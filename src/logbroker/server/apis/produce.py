@@ -4,14 +4,25 @@ acks=0 gets no response at all; if any partition failed, the connection is close
 Kafka does, so the producer notices. The record bytes kio parsed out of the frame go to the log as
 they are: it writes a patched copy of their first 16 bytes (base offset, leader epoch) ahead of the
 rest, so the batch is not copied again.
+
+KIP-890 part 1 (transaction.partition.verification.enable): a request with a transactional id whose
+batch is transactional (attributes bit 0x10) while its producer has no ongoing transaction on that
+partition yet — the first batch of a transaction there — is checked with the transaction
+coordinator first (coordinator/transaction_verification.py: a direct call when the coordinator is
+this broker, else AddPartitionsToTxn v4 verify-only); a partition not in the transaction gets
+INVALID_TXN_STATE. A request without a transactional id pays one attribute test, nothing more.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
+import struct
 
+from logbroker.coordinator.transaction_verification import for_produce
 from logbroker.errors import TopicAuthorizationFailedError
 from logbroker.protocol.responses.produce import ProducePartitionResult, ProduceTopicResult, encode_produce_response
+from logbroker.replication.replica_manager import ProduceResult
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import TOPIC, allowed_names
 from logbroker.server.client_quotas import throttle_request
@@ -19,6 +30,12 @@ from logbroker.server.network import CLOSE
 from logbroker.types import TopicPartition
 
 API_KEY = 0
+
+log = logging.getLogger("kafka.server.ReplicaManager")
+_ATTRIBUTES_LOW_BYTE = 22  # attributes int16 at 21: the flags are in its low byte
+_TRANSACTIONAL = 0x10
+_PRODUCER_ID_AT = 43
+_PRODUCER = struct.Struct(">qh")
 
 
 def handle(broker, request):
@@ -29,11 +46,69 @@ def handle(broker, request):
         for partition in topic.partition_data:
             entries[TopicPartition(topic.name, partition.index)] = partition.records or b""
     denied = () if broker.authorizer is None else unwritable(broker, request, entries)
+    if body.transactional_id is not None and broker.config.transaction_partition_verification_enable:
+        unverified = _unverified(broker, entries)
+        if unverified:
+            verifier = broker.transaction_verifier
+            if verifier.coordinator_id(body.transactional_id) in (broker.broker_id, -1):
+                failed = _verified(entries, unverified, verifier.verify_local(
+                    transactional_id=body.transactional_id, producer_id=unverified[0], producer_epoch=unverified[1],
+                    partitions=unverified[2]))
+                return _append(broker, request, entries, denied, failed)
+            return _verify_remotely_then_append(broker, request, entries, denied, unverified)
+    return _append(broker, request, entries, denied)
+
+
+def _append(broker, request, entries, denied, failed=None):
+    body = request.body
     results = broker.replica_manager.append_records_now(
         timeout_ms=int(body.timeout.total_seconds() * 1000), required_acks=body.acks, entries=entries)
     if inspect.isawaitable(results):
-        return _respond_later(broker, request, results, denied)
+        return _respond_later(broker, request, results, denied, failed)
+    if failed:
+        results.update(failed)
     return _respond(broker, request, results, denied)
+
+
+def _unverified(broker, entries: dict[TopicPartition, bytes]) -> tuple[int, int, list[TopicPartition]] | None:
+    """KIP-890: the transactional batches whose producer has no ongoing transaction on their
+    partition yet (the first batch of a transaction there) — (producer id, epoch, partitions)."""
+    pending = []
+    producer = None
+    for tp, records in entries.items():
+        if len(records) < 61 or not records[_ATTRIBUTES_LOW_BYTE] & _TRANSACTIONAL:
+            continue
+        producer_id, producer_epoch = _PRODUCER.unpack_from(records, _PRODUCER_ID_AT)
+        partition = broker.replica_manager.partitions.get(tp)
+        if partition is None:
+            continue  # the append answers for it
+        entry = partition.log.producer_state.last_entry(producer_id)
+        if entry is not None and entry.producer_epoch == producer_epoch \
+                and getattr(entry, "current_txn_first_offset", -1) >= 0:
+            continue
+        producer = (producer_id, producer_epoch)
+        pending.append(tp)
+    return (*producer, pending) if pending else None
+
+
+def _verified(entries, unverified, errors) -> dict:
+    """Remove the partitions that failed verification from `entries`; their results."""
+    failed = {}
+    for tp, error in errors.items():
+        error = for_produce(error)
+        if error is not None and tp in entries:
+            log.info("Refused a transactional batch for %s from producer id %d: %s", tp, unverified[0], error)
+            del entries[tp]
+            failed[tp] = ProduceResult(error)
+    return failed
+
+
+async def _verify_remotely_then_append(broker, request, entries, denied, unverified):
+    errors = await broker.transaction_verifier.verify(
+        transactional_id=request.body.transactional_id, producer_id=unverified[0], producer_epoch=unverified[1],
+        partitions=unverified[2])
+    result = _append(broker, request, entries, denied, _verified(entries, unverified, errors))
+    return await result if inspect.isawaitable(result) else result
 
 
 def unwritable(broker, request, entries: dict[TopicPartition, bytes]) -> list[TopicPartition]:
@@ -48,8 +123,11 @@ def unwritable(broker, request, entries: dict[TopicPartition, bytes]) -> list[To
     return denied
 
 
-async def _respond_later(broker, request, pending, denied):
-    return _respond(broker, request, await pending, denied)
+async def _respond_later(broker, request, pending, denied, failed=None):
+    results = await pending
+    if failed:
+        results.update(failed)
+    return _respond(broker, request, results, denied)
 
 
 def _respond(broker, request, results, denied=()):
@@ -70,7 +148,8 @@ def _respond(broker, request, results, denied=()):
         error = r.error
         by_topic.setdefault(tp.topic, []).append(ProducePartitionResult(
             tp.partition, error.code if error else 0, r.base_offset, r.log_append_time_ms,
-            r.log_start_offset, error_message=str(error) or None if error else None))
+            r.log_start_offset, record_errors=error.record_errors if error else (),
+            error_message=str(error) or None if error else None))
     topics = [ProduceTopicResult(name, parts) for name, parts in by_topic.items()]
     return [encode_produce_response(request.api_version, request.correlation_id, topics,
                                     throttle_time_ms=throttle_ms)]
