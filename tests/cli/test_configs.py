@@ -139,3 +139,13 @@ def test_scram_credentials_round_trip_beside_quotas(shared_broker):
 def test_invalid_commands_print_kafkas_message(shared_broker, args, message):
     done = configs(shared_broker.bootstrap, *args)
     assert done.returncode == 1 and message in done.stderr
+
+
+def test_add_config_file(shared_broker, tmp_path):
+    properties = tmp_path / "quota.properties"
+    properties.write_text("consumer_byte_rate=4096\nrequest_percentage=25\n")
+    b = shared_broker.bootstrap
+    assert ok(b, "--alter", "--client", "file-app", "--add-config-file", str(properties),
+              "--add-config", "request_percentage=30") == ["Completed updating config for client file-app."]
+    assert ok(b, "--describe", "--client", "file-app") == [
+        "Quota configs for client-id 'file-app' are consumer_byte_rate=4096.0, request_percentage=30.0"]

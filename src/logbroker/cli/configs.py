@@ -111,15 +111,19 @@ def java_double(value: float) -> str:
               help="Name of the entity (topic name, broker id, user principal, client id); "
                    "--entity-default instead names the default entity of its type.")
 @click.option("--add-config", "add_config", metavar="K=V[,K=[V1,V2]]", help="Configs to add or set.")
+@click.option("--add-config-file", type=click.Path(dir_okay=False),
+              help="A properties file of configs to add or set (before --add-config).")
 @click.option("--delete-config", "delete_configs", multiple=True, metavar="K[,K]", help="Config keys to remove.")
 def configs(bootstrap_server, command_config, describe, alter, describe_all, entity_types, entity_names,
-            add_config, delete_configs) -> None:
+            add_config, add_config_file, delete_configs) -> None:
     """Describe or alter topic configs, broker configs, client quotas and SCRAM credentials
-    (kafka-configs)."""
+    (kafka-configs). Shortcuts: --topic T, --broker B, --user U, --client C, --broker-defaults,
+    --user-defaults, --client-defaults."""
     names = [DEFAULT if n == _DEFAULT_MARK else n for n in entity_names]
     try:
         _check(describe, alter, describe_all, list(entity_types), names)
-        added = parse_add_config(add_config) if add_config else {}
+        added = {**load_properties_file(add_config_file, "--add-config-file"),
+                 **(parse_add_config(add_config) if add_config else {})}
         deleted = [k.strip() for item in delete_configs for k in item.split(",") if k.strip()]
         command = ConfigCommand(bootstrap_server, command_config)
         if alter:
