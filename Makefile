@@ -3,7 +3,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run serve test bench
+.PHONY: install run serve test bench fuzz
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -21,6 +21,13 @@ serve: install
 
 test: install
 	$(VENV)/bin/pytest -q
+
+# The long fuzz run (tests/fuzz): COUNT mutated requests from SEED against a real broker. `make test`
+# runs a bounded 3,000 cases; a failure names its case, which FUZZ_ONLY=<index> replays.
+SEED ?= 1
+COUNT ?= 100000
+fuzz: install
+	FUZZ_SEED=$(SEED) FUZZ_COUNT=$(COUNT) $(VENV)/bin/pytest -q -s tests/fuzz -k never_hurt
 
 bench: install
 	$(PY) bench/bench_storage.py

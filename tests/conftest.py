@@ -38,3 +38,21 @@ def shared_broker(logbroker_session):
 def topic() -> str:
     """A topic name no other test uses."""
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def small_filesystem(tmp_path):
+    """A 16 MiB tmpfs mounted for the test (full-disk tests); skipped where mounting is not
+    allowed (not root, no CAP_SYS_ADMIN in the container)."""
+    import subprocess
+
+    mount_point = tmp_path / "small-fs"
+    mount_point.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount_point)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {result.stderr.strip() or result.returncode}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)

@@ -22,3 +22,19 @@ def test_a_component_can_be_quieter_than_the_root(tmp_path):
         text = broker.new_log_text()
     assert "(kafka.log.LogManager)" not in text
     assert "(kafka.server.KafkaServer)" in text
+
+
+def test_a_newline_from_a_client_cannot_forge_a_log_line():
+    import io
+    import logging
+
+    from logbroker.cli.serve import OneLineFormatter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(OneLineFormatter("%(levelname)s %(message)s"))
+    logger = logging.getLogger("t.one-line")
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.warning("Member joined group %s", "g\n[2026-01-01 00:00:00,000] ERROR forged\r\x00")
+    assert stream.getvalue() == "WARNING Member joined group g\\n[2026-01-01 00:00:00,000] ERROR forged\\r\\x00\n"

@@ -159,7 +159,7 @@ def test_every_array_element_of_every_request_takes_at_least_one_byte():
         if cls in seen:
             return
         seen.add(cls)
-        for field in guard._resolved_fields(cls):
+        for field in guard.resolved_fields(cls):
             kind = classify_field(field)
             if isinstance(kind, EntityTupleField):
                 assert guard._min_size(kind.type_) >= 1, kind.type_

@@ -162,6 +162,10 @@ def test_file_store_keeps_acls(make):
     (binding("User:a", Op.ALTER, "my-cluster", resource=CLUSTER), "kafka-cluster"),
     (binding("User:a", Op.READ, ""), "empty resource name"),
     (binding("alice", Op.READ, "t"), "<type>:<name>"),
+    (binding("User:a", Op.READ, "a/b"), "invalid resource name"),
+    (binding("User:a", Op.READ, ".."), "invalid resource name"),
+    (binding("User:a", Op.READ, "evil\n"), "invalid resource name"),
+    (binding("User:a", Op.READ, "nul\x00"), "invalid resource name"),
 ])
 def test_invalid_bindings_are_refused(bad, message):
     assert message in binding_error(bad)

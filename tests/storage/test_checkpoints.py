@@ -173,3 +173,27 @@ def test_clean_shutdown_marker(tmp_path):
 def test_empty_clean_shutdown_marker_from_older_kafka_counts(tmp_path):
     (tmp_path / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
     assert has_clean_shutdown_file(tmp_path)
+
+
+# --- the writer refuses what its reader could not read back (issue 18) ---
+
+@pytest.mark.parametrize("topic", ["evil\n", "a b", "", "a\rb", "t\u2028", "\ud800", "x\x0b"], ids=repr)
+def test_offset_checkpoint_refuses_an_entry_it_could_not_read_back(tmp_path, topic):
+    from logbroker.storage.checkpoints import UnreadableCheckpointEntryError
+
+    path = tmp_path / "recovery-point-offset-checkpoint"
+    cp = OffsetCheckpointFile(path)
+    cp.write({TopicPartition("good", 0): 5})
+    before = path.read_bytes()
+    with pytest.raises(UnreadableCheckpointEntryError, match="would not read back"):
+        cp.write({TopicPartition("good", 0): 6, TopicPartition(topic, 0): 7})
+    assert path.read_bytes() == before
+    assert not (tmp_path / "recovery-point-offset-checkpoint.tmp").exists()
+    assert cp.read() == {TopicPartition("good", 0): 5}
+
+
+def test_offset_checkpoint_with_a_split_line_is_an_error_naming_the_file(tmp_path):
+    path = tmp_path / "replication-offset-checkpoint"
+    path.write_bytes(b"0\n2\nevil\n 0 5\ngood 0 9\n")  # what a topic "evil\n" used to leave
+    with pytest.raises(KafkaStorageError, match="replication-offset-checkpoint.*'evil'"):
+        OffsetCheckpointFile(path).read()

@@ -316,3 +316,34 @@ def test_loading_shows_progress_on_a_terminal(dirs, clock, monkeypatch):
     lm = manager(dirs, clock)
     assert len(lm.all_logs()) == 5
     lm.shutdown()
+
+
+def test_malformed_recovery_checkpoint_recovers_the_dir_even_after_a_clean_shutdown(dirs, clock, caplog):
+    lm = manager(dirs[:1], clock)
+    lm.get_or_create_log(TopicPartition("t", 0)).append_as_leader(batch(2), leader_epoch=0)
+    lm.shutdown()
+    assert (dirs[0] / CLEAN_SHUTDOWN_FILE).exists()
+    (dirs[0] / "recovery-point-offset-checkpoint").write_text("0\n2\nevil\n 0 5\nt 0 2\n")
+    with caplog.at_level("WARNING"):
+        lm = manager(dirs[:1], clock)
+    assert not lm.had_clean_shutdown(dirs[0])
+    warnings = [r.getMessage() for r in caplog.records if "recovery-point-offset-checkpoint" in r.getMessage()]
+    assert len(warnings) == 1 and "recovering every log" in warnings[0] and "'evil'" in warnings[0]
+    assert lm.get_log(TopicPartition("t", 0)).log_end_offset == 2
+    lm.shutdown()
+
+
+def test_deleting_many_logs_rewrites_each_checkpoint_once(dirs, clock, monkeypatch):
+    lm = manager(dirs[:1], clock)
+    tps = [TopicPartition("many", p) for p in range(50)]
+    for tp in tps:
+        lm.get_or_create_log(tp).append_as_leader(batch(1), leader_epoch=0)
+    writes = []
+    original = OffsetCheckpointFile.write
+    monkeypatch.setattr(OffsetCheckpointFile, "write", lambda self, *a, **k: (writes.append(self.path.name), original(self, *a, **k)))
+    removed = lm.delete_logs(tps)
+    assert set(removed) == set(tps) and lm.get_log(tps[0]) is None
+    assert sorted(writes) == sorted(["recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                                     "replication-offset-checkpoint"])
+    assert OffsetCheckpointFile(dirs[0] / "recovery-point-offset-checkpoint").read() == {}
+    lm.shutdown()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sys
 import time
 from pathlib import Path
@@ -27,6 +28,20 @@ LEVELS = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO, 
           "WARNING": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL, "OFF": logging.CRITICAL + 10}
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+class OneLineFormatter(logging.Formatter):
+    """One event, one line: control characters in a message (a group id, client id or topic name
+    from a client may hold a newline) are written escaped, so no client can forge a log line such
+    as `[…] ERROR …`. Tracebacks, added after the message, keep their lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        line = super().formatMessage(record)
+        return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), line) \
+            if _CONTROL.search(line) else line
+
+
 def configure_logging(levels: tuple[str, ...] = ()) -> None:
     """Kafka's log4j layout: `[date time,ms] LEVEL message (logger)`, one line per event.
 
@@ -43,9 +58,10 @@ def configure_logging(levels: tuple[str, ...] = ()) -> None:
             per_logger[name.strip()] = value
         else:
             root = value
-    logging.basicConfig(level=root, stream=sys.stderr,
-                        format="[%(asctime)s,%(msecs)03d] %(levelname)s %(message)s (%(name)s)",
-                        datefmt="%Y-%m-%d %H:%M:%S")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter("[%(asctime)s,%(msecs)03d] %(levelname)s %(message)s (%(name)s)",
+                                          datefmt="%Y-%m-%d %H:%M:%S"))
+    logging.basicConfig(level=root, handlers=[handler])
     logging.addLevelName(logging.WARNING, "WARN")
     for name, value in per_logger.items():
         logging.getLogger(name).setLevel(value)

@@ -159,13 +159,20 @@ def topics(bootstrap_server: str, command_config: str | None, create: bool, list
 
 def _create(admin, bootstrap: str, topic: str, partitions: int | None,
             replication_factor: int | None, configs: dict[str, str], if_not_exists: bool) -> None:
-    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import NewTopic
+
+    from logbroker.errors import KafkaError, TopicAlreadyExistsError
+    from logbroker.metadata.controller import validate_topic_name
 
     if replication_factor is not None and not 1 <= replication_factor <= 32767:
         fail("The replication factor must be between 1 and 32767 inclusive.")
     if partitions is not None and partitions < 1:
         fail("The partitions must be greater than 0.")
+    try:  # as kafka-topics.sh (Topic.validate), before asking the broker, which refuses it too
+        validate_topic_name(topic)
+    except KafkaError as e:
+        fail(f"{e} (INVALID_TOPIC_EXCEPTION).")
     if "." in topic or "_" in topic:
         click.echo(COLLISION_WARNING)
     new_topic = NewTopic(topic, num_partitions=-1 if partitions is None else partitions,
@@ -175,7 +182,7 @@ def _create(admin, bootstrap: str, topic: str, partitions: int | None,
     try:
         future.result()
     except KafkaException as e:
-        if if_not_exists and e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+        if if_not_exists and e.args[0].code() == TopicAlreadyExistsError.code:
             return
         fail_with(e, bootstrap)
     click.echo(f"Created topic {topic}.")

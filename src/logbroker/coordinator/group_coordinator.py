@@ -57,6 +57,7 @@ from logbroker.errors import (
     InvalidGroupIdError,
     InvalidSessionTimeoutError,
     KafkaError,
+    KafkaStorageError,
     MemberIdRequiredError,
     NonEmptyGroupError,
     NotCoordinatorError,
@@ -130,6 +131,8 @@ class GroupCoordinator:
                                         "segment.bytes": str(self.config.offsets_topic_segment_bytes)})
         except TopicAlreadyExistsError:
             pass  # another broker created it a moment ago; our metadata learns of it by its watch
+        except KafkaStorageError as exc:  # a full or failing log dir (Kafka: the same answer)
+            raise CoordinatorNotAvailableError(f"{OFFSETS_TOPIC} cannot be created: {exc}") from None
 
     def coordinator_partition(self, group_id: str) -> TopicPartition:
         return TopicPartition(OFFSETS_TOPIC, self.partition_for(group_id))

@@ -37,6 +37,7 @@ from logbroker.errors import (
     CoordinatorNotAvailableError,
     InvalidRequestError,
     KafkaError,
+    KafkaStorageError,
     NotCoordinatorError,
     TopicAlreadyExistsError,
     UnknownServerError,
@@ -107,6 +108,8 @@ class TransactionStateManager:
                                         "segment.bytes": str(c.transaction_state_log_segment_bytes)})
         except TopicAlreadyExistsError:
             pass
+        except KafkaStorageError as exc:  # a full or failing log dir, as for __consumer_offsets
+            raise CoordinatorNotAvailableError(f"{TRANSACTION_STATE_TOPIC} cannot be created: {exc}") from None
 
     def check(self, transactional_id: str | None) -> int:
         """Raise unless this broker coordinates `transactional_id` now; return the partition."""

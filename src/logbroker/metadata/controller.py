@@ -5,7 +5,10 @@ partitions, change topic configs, and elect leaders. It knows nothing of logs or
 writes the store and returns what changed, and the broker applies that to its replicas. A
 single node runs the same controller over the file store (DESIGN.md §4).
 
-Topic names follow Kafka's rules: 1-249 characters of [a-zA-Z0-9._-], not "." or "..".
+Topic names follow Kafka's rules (its Topic.validate): 1-249 characters of [a-zA-Z0-9._-], not "."
+or "..". A topic name becomes a directory name, a field of the line-based checkpoint files and a
+znode name, so the whole string must match — `fullmatch`, never `match` with `$`, which also
+matches before a trailing newline (issue 18: "evil\n" split every checkpoint line).
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from collections.abc import Mapping
 
 from logbroker.errors import (
     InvalidReplicaAssignmentError,
+    KafkaError,
+    KafkaStorageError,
+    PolicyViolationError,
     InvalidPartitionsError,
     InvalidTopicError,
     TopicAlreadyExistsError,
@@ -26,21 +32,34 @@ from logbroker.metadata.model import PartitionState, TopicInfo, new_topic_id
 from logbroker.storage.log_config import LogConfig
 from logbroker.types import TopicPartition
 
-LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+# Kafka's controller refuses a request that would write more than this many records in one go
+# (QuorumController.MAX_RECORDS_PER_USER_OP): POLICY_VIOLATION "Unable to perform excessively large
+# batch operation." Checked here per topic, before any replica is assigned: a CreatePartitions
+# count of 2^31 - 1 from any client must not make the broker build two billion assignments.
+MAX_PARTITIONS_PER_OPERATION = 10_000
+LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+", re.ASCII)
 MAX_TOPIC_LENGTH = 249
 
 
 def validate_topic_name(name: str) -> None:
+    """Raise InvalidTopicError (INVALID_TOPIC_EXCEPTION, 17) unless `name` is a legal topic name."""
+    if not isinstance(name, str):
+        raise InvalidTopicError(f"Topic name {name!r} is illegal, it must be a string")
     if not name:
         raise InvalidTopicError("Topic name is illegal, it can't be empty")
     if name in (".", ".."):
         raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
     if len(name) > MAX_TOPIC_LENGTH:
         raise InvalidTopicError(
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters, topic name: {name}")
-    if not LEGAL_TOPIC.match(name):
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters, topic name: {name[:MAX_TOPIC_LENGTH]!r}...")
+    if not LEGAL_TOPIC.fullmatch(name):
         raise InvalidTopicError(
-            f"Topic name {name} is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
+            f"Topic name {name!r} is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
+
+
+def _check_batch_size(new_partitions: int) -> None:
+    if new_partitions > MAX_PARTITIONS_PER_OPERATION:
+        raise PolicyViolationError("Unable to perform excessively large batch operation.")
 
 
 class Controller:
@@ -54,6 +73,8 @@ class Controller:
         """Create a topic and elect its leaders. Raises TopicAlreadyExistsError, InvalidTopicError,
         InvalidPartitionsError, InvalidReplicationFactorError, InvalidConfigError."""
         validate_topic_name(name)
+        self._check_collision(name)
+        _check_batch_size(len(assignment) if assignment else num_partitions)
         LogConfig.defaults().with_overrides(configs)  # raises InvalidConfigError naming the key
         if assignment:
             self._check_assignment(assignment, start=0)
@@ -65,11 +86,29 @@ class Controller:
                 raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
             return info
         self.store.create_topic(info)
-        self._elect(name, info.assignment)
+        try:
+            self._elect(name, info.assignment)
+        except KafkaStorageError:  # no room for the leaders: do not leave a topic without them
+            try:
+                self.store.delete_topic(name)
+            except KafkaError:
+                pass
+            raise
         return info
 
     def delete_topic(self, name: str) -> TopicInfo:
         return self.store.delete_topic(name)
+
+    def _check_collision(self, name: str) -> None:
+        """Kafka refuses `a.b` when `a_b` exists (and vice versa): metric names replace '.' by
+        '_'. On every path that creates a topic (CreateTopics, Metadata auto-create), as Kafka's
+        AdminZkClient.validateTopicCreate."""
+        if "." not in name and "_" not in name:
+            return
+        key = name.replace(".", "_")
+        for existing in self.store.topics():
+            if existing != name and existing.replace(".", "_") == key:
+                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {existing}")
 
     def create_partitions(self, name: str, count: int, *,
                           assignment: list[tuple[int, ...]] | None = None,
@@ -82,6 +121,7 @@ class Controller:
         if count <= current:
             raise InvalidPartitionsError(
                 f"Topic currently has {current} partitions, {count} would not be an increase.")
+        _check_batch_size(count - current)
         if assignment:
             added = {current + i: tuple(r) for i, r in enumerate(assignment)}
             if len(added) != count - current:

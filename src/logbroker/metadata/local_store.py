@@ -63,7 +63,11 @@ class LocalMetadataStore:
             raise TopicAlreadyExistsError(f"Topic '{info.name}' already exists.")
         self._topics[info.name] = info
         self._by_id[info.topic_id] = info
-        self._save()
+        try:
+            self._save()
+        except KafkaStorageError:  # a full disk: the topic was not created
+            del self._topics[info.name], self._by_id[info.topic_id]
+            raise
 
     def delete_topic(self, name: str) -> TopicInfo:
         info = self._topics.pop(name, None)
@@ -92,8 +96,17 @@ class LocalMetadataStore:
         return self._states.get(tp)
 
     def set_partition_states(self, states: dict[TopicPartition, PartitionState]) -> None:
+        before = {tp: self._states.get(tp) for tp in states}
         self._states.update(states)
-        self._save()
+        try:
+            self._save()
+        except KafkaStorageError:  # not written: keep memory as the file is
+            for tp, state in before.items():
+                if state is None:
+                    self._states.pop(tp, None)
+                else:
+                    self._states[tp] = state
+            raise
 
     # -- producer ids -------------------------------------------------------------------------
     def claim_producer_id_block(self, size: int) -> int:
@@ -206,11 +219,15 @@ class LocalMetadataStore:
             "client_quotas": {path: dict(sorted(c.items())) for path, c in sorted(self._client_quotas.items())},
         }
         tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w") as f:
+                json.dump(data, f, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError as e:  # a full disk: the old file stays as it was
+            tmp.unlink(missing_ok=True)
+            raise KafkaStorageError(f"Error while writing the metadata file {self.path}: {e}") from e
 
 
 def _new_cluster_id() -> str:

@@ -25,27 +25,18 @@ the event loop may read the cache without a lock (a dict lookup is atomic under 
 from __future__ import annotations
 
 import logging
-import urllib.parse
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from logbroker.metadata import zk_data as zk
+from logbroker.metadata.sanitizer import desanitize, sanitize  # noqa: F401 - user names as znode names
 from logbroker.security.scram import MECHANISMS, ScramCredential
 
 log = logging.getLogger("kafka.server.DynamicConfigManager")
 
 USERS = f"{zk.CONFIG}/users"
-
-
-def sanitize(name: str) -> str:
-    """Kafka's Sanitizer.sanitize: a user name as a znode name."""
-    return urllib.parse.quote(name, safe="").replace("~", "%7E")
-
-
-def desanitize(name: str) -> str:
-    return urllib.parse.unquote(name)
 
 
 def decode_scram_credentials(data: bytes | None) -> dict[str, ScramCredential]:

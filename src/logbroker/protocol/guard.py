@@ -13,6 +13,15 @@ declared length could not fit in the bytes left in the frame (each element takes
 `socket.request.max.bytes` bounds in turn. It also rejects truncated bodies early, but it is not a
 parser: kio still decides what is valid.
 
+The walk also enforces what the schema says a value may be, which kio's reader does not: a null
+(length -1, or 0 in the compact encodings) in a field that is not nullable — an array, a string,
+bytes, records — is refused with "non-nullable field X was serialized as null", Kafka's own words
+(its generated readers throw the same while parsing, and the connection is closed). Nullability
+comes from kio's field types (`T | None` is nullable), so every API and version in the table,
+including ones added later, is covered without a line per handler; no handler ever sees a None
+its schema forbids. Lengths below -1 are refused too. kio's request classes have no enum-typed
+fields (error codes and the like are plain ints), so there is no enum to check here.
+
 The walkers are built once per class from dataclass metadata and are plain closures; a one-topic
 one-partition Produce request takes a few microseconds.
 """
@@ -24,7 +33,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import fields
 from functools import cache
-from typing import get_type_hints
+from types import NoneType, UnionType
+from typing import Union, get_args, get_origin, get_type_hints
 
 from kio.serial._introspect import (
     EntityField,
@@ -33,7 +43,6 @@ from kio.serial._introspect import (
     PrimitiveTupleField,
     classify_field,
     get_field_tag,
-    is_optional,
 )
 
 from logbroker.protocol.wire import read_uvarint
@@ -81,29 +90,49 @@ def _fixed(n: int) -> Walker:
     return lambda buf, pos, end: pos + n
 
 
-def _legacy_string(buf, pos, end):  # noqa: ANN001, ANN202
-    (n,) = _I16(buf, pos)
-    if n < -1:
-        raise BodyRejected(f"string length {n}")
-    return pos + 2 + (n if n > 0 else 0)
+def _null(name: str) -> BodyRejected:
+    return BodyRejected(f"non-nullable field {name} was serialized as null")
 
 
-def _legacy_bytes(buf, pos, end):  # noqa: ANN001, ANN202
-    (n,) = _I32(buf, pos)
-    if n < -1:
-        raise BodyRejected(f"bytes length {n}")
-    return pos + 4 + (n if n > 0 else 0)
+def _legacy_sized(unpack, width: int, kind: str) -> Callable[[str, bool], Walker]:
+    """A non-flexible string (int16 length) or bytes (int32 length), -1 for null."""
+    def make(name: str, nullable: bool) -> Walker:
+        def walk(buf, pos, end):  # noqa: ANN001, ANN202
+            (n,) = unpack(buf, pos)
+            if n < 0:
+                if n < -1:
+                    raise BodyRejected(f"field {name} has {kind} length {n}")
+                if not nullable:
+                    raise _null(name)
+                return pos + width
+            return pos + width + n
+
+        return walk
+
+    return make
 
 
-def _compact_string(buf, pos, end):  # noqa: ANN001, ANN202
-    n = buf[pos]
-    if n < 0x80:
-        return pos + (n if n > 1 else 1)  # 1 byte of length, then n - 1 bytes
-    n, pos = read_uvarint(buf, pos)
-    return pos + (n - 1 if n > 1 else 0)
+_legacy_string = _legacy_sized(_I16, 2, "string")
+_legacy_bytes = _legacy_sized(_I32, 4, "bytes")
 
 
-def _array(flexible: bool, element: Walker | None, element_size: int) -> Walker:
+def _compact_string(name: str, nullable: bool) -> Walker:
+    """A compact string or bytes: uvarint length + 1, 0 for null."""
+    def walk(buf, pos, end):  # noqa: ANN001, ANN202
+        n = buf[pos]
+        if n < 0x80:  # the usual case: 1 byte of length, then n - 1 bytes
+            if n == 0 and not nullable:
+                raise _null(name)
+            return pos + (n if n > 1 else 1)
+        n, pos = read_uvarint(buf, pos)  # (a long form may still encode 0: null)
+        if n == 0 and not nullable:
+            raise _null(name)
+        return pos + (n - 1 if n > 1 else 0)
+
+    return walk
+
+
+def _array(flexible: bool, element: Walker | None, element_size: int, name: str, nullable: bool) -> Walker:
     """An array of elements walked by `element`, or of fixed `element_size` bytes if it is None."""
     min_size = max(element_size, 1)
 
@@ -115,11 +144,13 @@ def _array(flexible: bool, element: Walker | None, element_size: int) -> Walker:
             (count,) = _I32(buf, pos)
             pos += 4
             if count < -1:
-                raise BodyRejected(f"array length {count}")
+                raise BodyRejected(f"field {name} has array length {count}")
         if count <= 0:
+            if count < 0 and not nullable:
+                raise _null(name)
             return pos
         if count * min_size > end - pos:
-            raise BodyRejected(f"array of {count} elements cannot fit in the {end - pos} bytes left")
+            raise BodyRejected(f"array {name} of {count} elements cannot fit in the {end - pos} bytes left")
         if element is None:
             return pos + count * element_size
         for _ in range(count):
@@ -137,35 +168,43 @@ def _nullable(walker: Walker) -> Walker:
     return walk
 
 
-def _primitive(kafka_type: str, flexible: bool) -> tuple[Walker | None, int]:
+def _primitive(kafka_type: str, flexible: bool, name: str, nullable: bool) -> tuple[Walker | None, int]:
     """(walker, 0) for a variable-size primitive, (None, size) for a fixed one."""
     size = _FIXED_SIZES.get(kafka_type)
     if size is not None:
         return None, size
     if kafka_type == "string":
-        return (_compact_string if flexible else _legacy_string), 0
+        return (_compact_string if flexible else _legacy_string)(name, nullable), 0
     if kafka_type in ("bytes", "records"):
-        return (_compact_string if flexible else _legacy_bytes), 0
+        return (_compact_string if flexible else _legacy_bytes)(name, nullable), 0
     raise TypeError(f"no walker for kafka_type {kafka_type!r}")
+
+
+def is_nullable(annotation) -> bool:  # noqa: ANN001
+    """`T | None` in kio's generated classes is a nullable field; a tuple is an array."""
+    return get_origin(annotation) in (UnionType, Union) and NoneType in get_args(annotation)
 
 
 def _field_walker(cls: type, field, flexible: bool) -> tuple[Walker | None, int]:  # noqa: ANN001
     kind = classify_field(field)
+    name = f"{cls.__name__}.{field.name}"
+    nullable = is_nullable(field.type)
     if isinstance(kind, PrimitiveField):
-        return _primitive(field.metadata["kafka_type"], flexible)
+        return _primitive(field.metadata["kafka_type"], flexible, name, nullable)
     if isinstance(kind, PrimitiveTupleField):
-        element, size = _primitive(field.metadata["kafka_type"], flexible)
-        return _array(flexible, element, size if element is None else (1 if flexible else 2)), 0
+        element, size = _primitive(field.metadata["kafka_type"], flexible, f"{name}[]", False)
+        return _array(flexible, element, size if element is None else (1 if flexible else 2),
+                      name, nullable), 0
     if isinstance(kind, EntityTupleField):
-        return _array(flexible, _entity_walker(kind.type_), _min_size(kind.type_)), 0
+        return _array(flexible, _entity_walker(kind.type_), _min_size(kind.type_), name, nullable), 0
     if isinstance(kind, EntityField):
         walker = _entity_walker(kind.type_)
-        return (_nullable(walker) if is_optional(field) else walker), 0
+        return (_nullable(walker) if nullable else walker), 0
     raise TypeError(f"cannot classify {cls.__name__}.{field.name}")
 
 
 @cache
-def _resolved_fields(cls: type) -> list:
+def resolved_fields(cls: type) -> list:
     """The dataclass fields of `cls` with their annotations resolved (kio's classifier needs types)."""
     hints = get_type_hints(cls)
     out = []
@@ -181,7 +220,7 @@ def _min_size(cls: type) -> int:
     """The fewest bytes an instance of `cls` can take (for the array-length bound)."""
     flexible = cls.__flexible__
     total = 1 if flexible else 0
-    for f in _resolved_fields(cls):
+    for f in resolved_fields(cls):
         if get_field_tag(f) is not None:
             continue
         kind = classify_field(f)
@@ -189,7 +228,7 @@ def _min_size(cls: type) -> int:
             total += _FIXED_SIZES.get(f.metadata["kafka_type"]) or (1 if flexible else 2)
         elif isinstance(kind, (PrimitiveTupleField, EntityTupleField)):
             total += 1 if flexible else 4
-        elif is_optional(f):
+        elif is_nullable(f.type):
             total += 1
         else:
             total += _min_size(kind.type_)
@@ -202,7 +241,7 @@ def _entity_walker(cls: type) -> Walker:
     steps: list[Walker] = []
     tagged: dict[int, Walker] = {}
     fixed_run = 0
-    for f in _resolved_fields(cls):
+    for f in resolved_fields(cls):
         walker, size = _field_walker(cls, f, flexible)
         tag = get_field_tag(f)
         if tag is not None:

@@ -35,6 +35,7 @@ from logbroker.errors import (
     UnknownServerError,
     UnknownTopicOrPartitionError,
 )
+from logbroker.log_limits import RateLimitedLog
 from logbroker.metadata.model import PartitionState
 from logbroker.records.control import build_end_txn_marker_batch
 from logbroker.replication.group_commit import GroupCommit, acknowledged_end
@@ -47,6 +48,7 @@ from logbroker.storage.values import FileRegion, TimestampAndOffset
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.ReplicaManager")
+_limited = RateLimitedLog(log, burst=10, interval_s=60.0)
 
 # Producer-state refusals worth one log line each (a zombie producer or coordinator, a broken
 # transactional client); the other produce errors are routine (leadership moves, sizes).
@@ -83,8 +85,9 @@ class FetchResult:
 
 
 def unexpected(tp: TopicPartition, exc: Exception) -> KafkaError:
-    """An exception that is not a KafkaError is a bug: log it once, answer UNKNOWN_SERVER_ERROR."""
-    log.error("Unexpected error on %s: %r", tp, exc, exc_info=exc)
+    """An exception that is not a KafkaError is a bug: log it (one line, rate-limited, the
+    traceback at DEBUG: a client may be able to repeat it), answer UNKNOWN_SERVER_ERROR."""
+    _limited.log(logging.ERROR, "unexpected", "Unexpected error on %s: %r", tp, exc, exc=exc)
     return UnknownServerError(str(exc))
 
 
@@ -156,15 +159,20 @@ class ReplicaManager:
         return partition
 
     def stop_replica(self, tp: TopicPartition, *, delete: bool) -> None:
-        partition = self.partitions.pop(tp, None)
-        if self.fetcher_manager is not None:
-            self.fetcher_manager.remove_partition(tp)
-        if partition is not None:
-            for purgatory in (self.produce_purgatory, self.fetch_purgatory):
-                purgatory.check_and_complete(tp)
-            self._notify_leadership(tp, None)
+        self.stop_replicas([tp], delete=delete)
+
+    def stop_replicas(self, tps: list[TopicPartition], *, delete: bool) -> None:
+        """Stop hosting `tps`; with `delete`, remove their logs (checkpoints rewritten once)."""
+        for tp in tps:
+            partition = self.partitions.pop(tp, None)
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.remove_partition(tp)
+            if partition is not None:
+                for purgatory in (self.produce_purgatory, self.fetch_purgatory):
+                    purgatory.check_and_complete(tp)
+                self._notify_leadership(tp, None)
         if delete:
-            self.log_manager.delete_log(tp)
+            self.log_manager.delete_logs(tps)
 
     def _notify_leadership(self, tp: TopicPartition, partition: Partition | None) -> None:
         for listener in self.leadership_listeners:
@@ -420,6 +428,11 @@ class ReplicaManager:
         try:
             if partition is None:
                 raise UnknownTopicOrPartitionError(f"This server does not host {request.tp}")
+            if max_bytes < 0:
+                # A negative partition_max_bytes (or max_bytes) from the client: Kafka's segment
+                # read throws and the partition is answered UNKNOWN_SERVER_ERROR; so here, but
+                # with no stack trace in the log, since any client can send it (issue 18).
+                raise UnknownServerError(f"Invalid max size {max_bytes} for a read of {request.tp}")
             if client_metadata is not None and partition.is_leader and self.preferred_read_replica:
                 preferred = self.preferred_read_replica(partition, client_metadata, request.fetch_offset)
                 if preferred is not None:  # no read here: the consumer goes to that follower

@@ -13,6 +13,7 @@ every principal and the host `*` every host. Pure values, no I/O.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 
 WILDCARD_RESOURCE = "*"
@@ -188,6 +189,10 @@ class AclBindingFilter:
                 and self.permission_type in (AclPermissionType.ANY, entry.permission_type))
 
 
+# Characters ZooKeeper's PathUtils.validatePath refuses in a node name.
+_ZNODE_ILLEGAL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
+
+
 def binding_error(binding: AclBinding) -> str | None:
     """Why a binding cannot be stored (Kafka's checks in CreateAcls), or None when it is valid."""
     pattern, entry = binding.pattern, binding.entry
@@ -201,8 +206,11 @@ def binding_error(binding: AclBinding) -> str | None:
         return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     if not pattern.name:
         return "Invalid empty resource name specified"
-    if "/" in pattern.name:
-        return f"ACL binding contains invalid resource name: {pattern.name}"
+    if "/" in pattern.name or pattern.name in (".", "..") or _ZNODE_ILLEGAL.search(pattern.name):
+        # The name becomes a znode under /kafka-acl/<type>/ (in both stores' layout): Kafka
+        # refuses '/'; ZooKeeper also refuses "." and ".." and control or non-character code
+        # points (its PathUtils), which Kafka would meet as a ZooKeeper error at write time.
+        return f"ACL binding contains invalid resource name: {pattern.name!r}"
     kind, sep, name = entry.principal.partition(":")
     if not sep or not kind or not name:
         return f"Invalid principal {entry.principal!r}: expected <type>:<name>, e.g. User:alice"

@@ -24,6 +24,8 @@ from logbroker.coordinator.transaction_coordinator import TransactionCoordinator
 from logbroker.coordinator.transaction_marker_channel import TransactionMarkerChannel
 from logbroker.coordinator.transaction_verification import TransactionVerifier
 from logbroker.coordinator.transactional_offsets import complete_transactional_offsets
+from logbroker.errors import KafkaStorageError
+from logbroker.log_limits import RateLimitedLog, StateChangeLog
 from logbroker.metadata.controller import Controller
 from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.metadata_cache import MetadataCache
@@ -44,6 +46,7 @@ from logbroker.storage.log_manager import LogManager
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.KafkaServer")
+_storage_log = RateLimitedLog(log, burst=5, interval_s=60.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,8 +327,7 @@ class Broker:
     def delete_topic(self, name: str) -> None:
         """Single node (a cluster deletes through server/topic_admin.py)."""
         info = self.controller.delete_topic(name)
-        for partition in info.assignment:
-            self.replica_manager.stop_replica(TopicPartition(name, partition), delete=True)
+        self.replica_manager.stop_replicas([TopicPartition(name, p) for p in info.assignment], delete=True)
         log.info("Deleted topic %s", name)
 
     def create_partitions(self, name: str, count: int, *, assignment=None, validate_only: bool = False) -> None:
@@ -350,13 +352,38 @@ class Broker:
         self.apply_partition_states(states)
 
     def apply_partition_states(self, states: dict[TopicPartition, PartitionState]) -> None:
-        """Act on new partition states: lead what this broker leads (followers come with the cluster)."""
+        """Act on new partition states: lead what this broker leads (followers come with the cluster).
+
+        A log that cannot be created (a full or failing log dir: KafkaStorageError) leaves its
+        partition unhosted — produce and fetch answer NOT_LEADER_OR_FOLLOWER, FindCoordinator
+        COORDINATOR_NOT_AVAILABLE — and `host_unhosted_partitions` tries again every few seconds,
+        so the broker serves it once there is room. One rate-limited line, no traceback."""
         for tp, state in states.items():
             info = self.store.topic(tp.topic)
             if info is None or state.leader != self.broker_id:
                 continue
-            self.replica_manager.become_leader(tp, state, info.assignment[tp.partition],
-                                               config=self.topic_log_config(info), topic_id=info.topic_id)
+            try:
+                self.replica_manager.become_leader(tp, state, info.assignment[tp.partition],
+                                                   config=self.topic_log_config(info), topic_id=info.topic_id)
+            except KafkaStorageError as exc:
+                _storage_log.log(logging.WARNING, "unhosted", "Cannot host %s yet, retrying: %s", tp, exc)
+
+    def host_unhosted_partitions(self) -> None:
+        """Single node: lead every partition the store says this broker leads but that has no log
+        here yet (its creation failed on a full disk). Runs on the event loop, periodically."""
+        if self.zk is not None:
+            return
+        hosted = self.replica_manager.partitions
+        missing = {}
+        for name, info in self.store.topics().items():
+            for partition in info.assignment:
+                tp = TopicPartition(name, partition)
+                if tp not in hosted:
+                    state = self.store.partition_state(tp)
+                    if state is not None and state.leader == self.broker_id:
+                        missing[tp] = state
+        if missing:
+            self.apply_partition_states(missing)
 
     def apply_partition_state(self, tp: TopicPartition, state: PartitionState, info: TopicInfo) -> None:
         """Cluster mode: a newer leader epoch for a partition this broker hosts → lead or follow."""
@@ -393,6 +420,7 @@ class Broker:
         self._every(c.log_flush_start_offset_checkpoint_interval_ms, lm.checkpoint_log_start_offsets, "log-start-offset checkpoint")
         self._every(c.replica_high_watermark_checkpoint_interval_ms, lm.checkpoint_high_watermarks, "high-watermark checkpoint")
         self._every(min(c.connections_max_idle_ms, 30_000), self.server.close_idle_connections, "idle connections", in_thread=False)
+        self._every(5000, self.host_unhosted_partitions, "unhosted partitions", in_thread=False)
         self._every(60_000, self.client_quotas.expire_sensors, "quota sensor expiration", in_thread=False)
         if self.cluster is not None:
             rm = self.replica_manager
@@ -401,6 +429,10 @@ class Broker:
         if c.log_cleaner_enable: self._every(c.log_cleaner_backoff_ms, lambda: lm.clean_logs(self.clock.time_ms(), dedupe_buffer_size=c.log_cleaner_dedupe_buffer_size), "log cleaner")
 
     def _every(self, interval_ms: int, work, name: str, *, in_thread: bool = True) -> None:
+        # A failing round (a full disk under the checkpoints) is retried every interval but logged
+        # once per change of error, and once when it works again — not a traceback per tick.
+        state = StateChangeLog(log, f"Periodic task {name}")
+
         async def loop() -> None:
             while True:
                 await asyncio.sleep(interval_ms / 1000)
@@ -409,8 +441,10 @@ class Broker:
                         await asyncio.get_running_loop().run_in_executor(None, work)
                     else:
                         work()
-                except Exception:  # noqa: BLE001 - a failed round is retried next interval
-                    log.exception("Periodic task %s failed", name)
+                except Exception as exc:  # noqa: BLE001 - a failed round is retried next interval
+                    state.failed(exc)
+                else:
+                    state.succeeded()
         self._tasks.append(asyncio.get_running_loop().create_task(loop(), name=name))
 
     async def shutdown(self) -> None:

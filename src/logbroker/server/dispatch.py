@@ -6,8 +6,10 @@ Each API lives in its own module under `server/apis/` with `API_KEY` and
 encoded here), ready chunks (the hand-written hot encoders, Fetch's file regions), None (no
 response: acks=0) or CLOSE; an async handler returns the same from a coroutine.
 
-A frame we cannot parse or an API we do not know closes the connection with one log line, as
-Kafka does; an unexpected exception in a handler is logged once and closes only that connection.
+A frame we cannot parse or an API we do not know closes the connection with one WARN line, as
+Kafka does; an unexpected exception in a handler is one ERROR line and closes only that
+connection. A client can send either at will, so both are rate-limited (`log_limits`), and a
+traceback is written only at DEBUG: no client can fill the log with stack traces (issue 18).
 
 On a SASL listener a connection is gated (`connection.auth_gate`) until it authenticates: only
 ApiVersions, SaslHandshake and SaslAuthenticate pass, and after a SaslHandshake v0 the frames are
@@ -28,6 +30,7 @@ from typing import Any
 from kio.index import load_response_schema
 
 from logbroker.errors import KafkaError, UnknownServerError
+from logbroker.log_limits import RateLimitedLog
 from logbroker.protocol import codec
 from logbroker.server.apis import REGISTRY
 from logbroker.server.client_quotas import throttle_request
@@ -37,6 +40,7 @@ from logbroker.server.responses import build
 
 log = logging.getLogger("kafka.server.KafkaApis")
 request_log = logging.getLogger("kafka.request.logger")
+limited = RateLimitedLog(log, burst=10, interval_s=60.0)
 
 
 @dataclass(slots=True)
@@ -59,7 +63,7 @@ def error_code(exc: BaseException) -> int:
     """The Kafka error code for an exception; anything not a KafkaError is a bug and is logged."""
     if isinstance(exc, KafkaError):
         return exc.code
-    log.error("Unexpected error: %r", exc, exc_info=exc)
+    limited.log(logging.ERROR, "unexpected", "Unexpected error: %r", exc, exc=exc)
     return UnknownServerError.code
 
 
@@ -81,13 +85,14 @@ class Dispatcher:
         except codec.UnsupportedApiVersionsRequest as exc:
             return [exc.response]
         except KafkaError as exc:
-            log.warning("Closing connection from %s: %s", connection.peer, exc)
+            limited.log(logging.WARNING, "malformed", "Closing connection from %s: %s", connection.peer, exc)
             return CLOSE
         except Exception as exc:  # noqa: BLE001 - garbage from a client must not crash the broker
-            log.warning("Closing connection from %s: malformed request (%r)", connection.peer, exc)
+            limited.log(logging.WARNING, "malformed", "Closing connection from %s: malformed request (%r)",
+                        connection.peer, exc, exc=exc)
             return CLOSE
         if connection.auth_gate and not connection.sasl.allows(request.api_key):
-            log.warning("Closing connection from %s: %s", connection.peer,
+            limited.log(logging.WARNING, "sasl gate", "Closing connection from %s: %s", connection.peer,
                         connection.sasl.refusal(_api_name(request.api_key)))
             return CLOSE
         handler = REGISTRY[request.api_key]
@@ -132,9 +137,12 @@ class Dispatcher:
         return result
 
     def _failed(self, ctx: RequestContext, exc: Exception):
-        log.error("Closing connection from %s: error handling API key %d v%d (correlation %d): %r",
-                  ctx.connection.peer if ctx.connection else "?", ctx.api_key, ctx.api_version,
-                  ctx.correlation_id, exc, exc_info=not isinstance(exc, KafkaError))
+        # A KafkaError is the client's doing (WARN); anything else is a bug of ours (ERROR).
+        limited.log(logging.WARNING if isinstance(exc, KafkaError) else logging.ERROR, f"failed {ctx.api_key}",
+                    "Closing connection from %s: error handling %s v%d (correlation %d): %r",
+                    ctx.connection.peer if ctx.connection else "?", _api_name(ctx.api_key),
+                    ctx.api_version, ctx.correlation_id, exc,
+                    exc=None if isinstance(exc, KafkaError) else exc)
         return CLOSE
 
     @staticmethod

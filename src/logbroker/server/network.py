@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from logbroker.errors import KafkaError
+from logbroker.log_limits import RateLimitedLog
 from logbroker.protocol.framing import FrameDecoder
 from logbroker.security.principal import ANONYMOUS, ssl_principal
 from logbroker.server.connection_quotas import ConnectionQuotas, normalize_ip
@@ -56,6 +57,7 @@ from logbroker.storage.log_config import INT_MAX
 from logbroker.storage.values import FileRegion
 
 log = logging.getLogger("kafka.network.SocketServer")
+_limited = RateLimitedLog(log, burst=3, interval_s=60.0)  # lines a flood of clients could repeat
 
 MAX_IN_FLIGHT = 128
 RESUME_IN_FLIGHT = 32
@@ -463,15 +465,15 @@ class Acceptor:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:  # EMFILE and the like: back off as asyncio's own server does
-                log.error("Cannot accept connections on listener %s (%s); retrying in 1 s",
-                          self.security.listener_name, exc)
+                _limited.log(logging.ERROR, "accept", "Cannot accept connections on listener %s (%s); "
+                             "retrying every second", self.security.listener_name, exc)
                 self.pause()
                 self._loop.call_later(1.0, self.resume)
                 return
             ip = normalize_ip(address[0])
             if not quotas.try_inc(ip, self.security.listener_name):
-                log.info("Rejected connection from %s: the address already has %d connections, the limit "
-                         "set by %s", ip, quotas.ip_limit(ip), quotas.ip_limit_key(ip))
+                _limited.log(logging.INFO, f"ip limit {ip}", "Rejected connection from %s: the address already has "
+                             "%d connections, the limit set by %s", ip, quotas.ip_limit(ip), quotas.ip_limit_key(ip))
                 conn.close()
                 continue
             conn.setblocking(False)

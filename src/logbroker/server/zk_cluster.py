@@ -358,10 +358,9 @@ class ZooKeeperCluster:
     def _forget_topics(self, wanted: set[str]) -> None:
         for name in [n for n in self.cache.topics() if n not in wanted]:
             info = self.cache.remove_topic(name)
-            for partition in info.assignment:
-                tp = TopicPartition(name, partition)
-                if tp in self.broker.replica_manager.partitions:
-                    self.broker.replica_manager.stop_replica(tp, delete=True)
+            hosted = [tp for tp in (TopicPartition(name, p) for p in info.assignment)
+                      if tp in self.broker.replica_manager.partitions]
+            self.broker.replica_manager.stop_replicas(hosted, delete=True)
             log.info("Topic %s was deleted", name)
 
     def _apply_state(self, tp: TopicPartition, versioned: VersionedPartitionState | None) -> None:

@@ -15,6 +15,14 @@ count for both a trimmed file and a preallocated one (an offset index entry alwa
 so that this stays true. Recovery still rebuilds the indexes of every segment after the recovery
 point: nothing here is checksummed.
 
+A full disk: the preallocated file is sparse, and a store into a mapped page that has no block
+behind it cannot fail politely — the kernel sends SIGBUS and the whole broker dies. So before an
+entry is stored past the part of the file known to have blocks (`_backed_bytes`), the next
+64 KiB are reserved with posix_fallocate; ENOSPC there is a KafkaStorageError before anything is
+written (`ensure_room_for_entry`, which LogSegment calls before it writes the batch, so a failed
+append leaves the segment as it was). Reserving 64 KiB at a time keeps disk use close to what is
+written (one reservation per ~8,000 offset index entries), unlike preallocating 10 MiB for real.
+
 All methods block on the file system (page faults on the map, ftruncate, fsync) and run on the
 caller's thread; appends and lookups are memory accesses. Not thread-safe: the owning log
 serialises writers. `flush` may run on a worker thread while the event loop reads and appends.
@@ -22,6 +30,7 @@ serialises writers. `flush` may run on a worker thread while the event loop read
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import struct
@@ -33,6 +42,7 @@ INT32_MAX = (1 << 31) - 1
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
 _WARM_BYTES = 8192  # Kafka's warm section: the last 8 KiB of entries, two 4 KiB pages
 _SCAN_CHUNK_ENTRIES = 8192
+_RESERVE_BYTES = 64 * 1024  # reserved ahead of the entries, see the module docstring
 
 
 class CorruptIndexError(KafkaStorageError):
@@ -99,6 +109,8 @@ class AbstractIndex:
             os.close(fd)  # the mapping keeps its own descriptor
         self._max_entries = self._length // self.ENTRY_SIZE
         self._entries = 0 if newly_created else self._count_entries()
+        # What is known to have blocks: the entries (the rest of an existing file may be sparse).
+        self._backed_bytes = self._entries * self.ENTRY_SIZE
 
     # --- the mapping ------------------------------------------------------------------------
 
@@ -209,6 +221,29 @@ class AbstractIndex:
                 return mid
         return lo
 
+    # --- room on disk -------------------------------------------------------------------------
+
+    def ensure_room_for_entry(self) -> None:
+        """Make sure the next entry's bytes have blocks on disk, so that storing it cannot SIGBUS.
+        KafkaStorageError (nothing changed) if the file system has no room. Blocks briefly."""
+        end = (self._entries + 1) * self.ENTRY_SIZE
+        if end <= self._backed_bytes or end > self._length:
+            return
+        upto = min(self._length, end + _RESERVE_BYTES)
+        try:
+            fd = os.open(self._path, os.O_RDWR)
+            try:
+                os.posix_fallocate(fd, self._backed_bytes, upto - self._backed_bytes)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            if e.errno in (errno.EOPNOTSUPP, errno.EINVAL):
+                self._backed_bytes = self._length  # cannot reserve here: write as before
+                return
+            raise KafkaStorageError(f"No room on disk for the next entry of index {self._path}: "
+                                    f"{e.strerror or e}") from e
+        self._backed_bytes = upto
+
     # --- changing size ----------------------------------------------------------------------
 
     def _check_writable(self) -> None:
@@ -237,6 +272,7 @@ class AbstractIndex:
         finally:
             os.close(fd)
         self._max_entries = rounded // self.ENTRY_SIZE
+        self._backed_bytes = min(self._backed_bytes, rounded)
         self._after_resize()
         return True
 

@@ -9,6 +9,13 @@
 (`leader-epoch-checkpoint` has the offset checkpoint's shape and lives with its cache in
 `leader_epoch_cache.py`.)
 
+Nothing from a client reaches these files unchecked: a topic name is validated where the topic is
+created (metadata/controller.py), and, as a second line of defence, `OffsetCheckpointFile.write`
+refuses (UnreadableCheckpointEntryError, before touching the file) an entry it could not read back
+— a name holding whitespace or a line break would split its line and make the whole file
+unreadable, losing the offsets of every partition in the log dir (issue 18). The old file then
+stays as it was: stale offsets are safe (recovery starts earlier, high watermarks only rise).
+
 Every write goes to `<file>.tmp`, is fsynced, renamed over the file and the directory fsynced,
 so after a crash a reader finds either the old content or the new, never a torn mix; a stray
 `.tmp` is ignored. All of this blocks on disk: call it off the event loop when it matters.
@@ -37,6 +44,11 @@ META_PROPERTIES_FILE = "meta.properties"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 _WHITESPACE = re.compile(r"\s+")
+
+
+class UnreadableCheckpointEntryError(KafkaStorageError):
+    """An entry that the checkpoint's reader would not read back as written (e.g. a topic name
+    with a newline); the file is left untouched."""
 
 
 # --- atomic writes ---------------------------------------------------------------------------
@@ -175,9 +187,26 @@ class OffsetCheckpointFile(CheckpointFile):
     """
 
     def write(self, offsets: Mapping[TopicPartition, int], *, sync: bool = True) -> None:
-        """Replace the file's entries (blocks on disk; atomic, see the module docstring)."""
-        lines = [f"{tp.topic} {tp.partition} {offset}" for tp, offset in sorted(offsets.items())]
+        """Replace the file's entries (blocks on disk; atomic, see the module docstring).
+
+        UnreadableCheckpointEntryError, and the file unchanged, if any entry would not read back
+        as written."""
+        lines = [self._entry_line(tp, offset) for tp, offset in sorted(offsets.items())]
         self._write_lines(lines, sync=sync)
+
+    def _entry_line(self, tp: TopicPartition, offset: int) -> str:
+        line = f"{tp.topic} {tp.partition} {offset}"
+        try:
+            line.encode("utf-8")
+            readable = (line.splitlines() == [line]
+                        and _parse_offset_entry(_WHITESPACE.split(line.strip())) == (tp, offset))
+        except (ValueError, UnicodeError):
+            readable = False
+        if not readable:
+            raise UnreadableCheckpointEntryError(
+                f"Refusing to write {self.path}: the entry for partition {tp.partition} of topic "
+                f"{tp.topic!r} would not read back (offset {offset})")
+        return line
 
     def read(self) -> dict[TopicPartition, int]:
         """The entries; {} if the file is missing. KafkaStorageError if it is malformed."""

@@ -12,6 +12,19 @@ then load every partition directory with the checkpointed recovery point, log st
 high watermark: with the marker, no recovery; without it, recovery from each recovery point.
 Directories of deleted partitions (`…-delete`) are removed; other entries are skipped.
 
+A full or failing log dir. Kafka takes a log dir that throws an IOException offline, moves its
+leaderships away, and stops a broker whose every log dir has failed. logbroker keeps the dir
+online instead and lets each write fail on its own, because the usual cause — a full disk — goes
+away when room is made, and a single node has nowhere to move leadership to:
+
+- an append that does not fit fails whole with KAFKA_STORAGE_ERROR (nothing half-written is
+  counted: index room is reserved before the batch is written, see abstract_index.py); reads go on;
+- a partition whose log cannot be created is left unhosted and retried every few seconds by the
+  broker (FindCoordinator answers COORDINATOR_NOT_AVAILABLE meanwhile);
+- the checkpoints keep their previous content (they are replaced atomically) and are retried each
+  interval, logged once when they start failing and once when they work again;
+- once there is room, everything resumes without a restart; nothing acknowledged is lost.
+
 Everything here is synchronous and blocks on disk. The server runs `startup`, `flush_dirty_logs`,
 `cleanup_logs`, the checkpoints and `shutdown` in a worker thread; `get_log` is cheap and fine on
 the event loop; `get_or_create_log` and `delete_log` touch the disk briefly. An internal lock
@@ -34,6 +47,7 @@ from pathlib import Path
 
 from logbroker.clock import Clock
 from logbroker.errors import InconsistentClusterIdError, KafkaError, KafkaStorageError
+from logbroker.log_limits import RateLimitedLog
 from logbroker.storage.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT_FILE,
     META_PROPERTIES_FILE,
@@ -53,6 +67,7 @@ from logbroker.storage.log_config import LogConfig
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.log.LogManager")
+_limited = RateLimitedLog(log, burst=5, interval_s=60.0)
 
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
@@ -247,19 +262,34 @@ class LogManager:
             if current is None or current.cluster_id != self._cluster_id:
                 wanted.write(log_dir / META_PROPERTIES_FILE)
 
-    def _read_checkpoint(self, log_dir: Path, name: str) -> dict[TopicPartition, int]:
+    def _read_checkpoint(self, log_dir: Path, name: str, consequence: str) -> dict[TopicPartition, int] | None:
+        """The checkpoint's entries, or None (with one WARN naming the file, the bad line and
+        `consequence`) if it is malformed. Like Kafka, a malformed file is not half-read: a line
+        that does not parse may have split another partition's entry."""
         try:
             return OffsetCheckpointFile(log_dir / name).read()
         except KafkaStorageError as e:
-            log.warning("Error reading %s; ignoring it (%s)", log_dir / name, e)
-            return {}
+            log.warning("Error reading %s: %s; %s", log_dir / name, e, consequence)
+            return None
 
     def _load_logs(self, work: list[tuple[Path, Path]], started: float) -> None:
-        checkpoints = {
-            log_dir: (self._read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT_FILE),
-                      self._read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE),
-                      self._read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE))
-            for log_dir in self._log_dirs}
+        # A malformed checkpoint is never half-trusted. Recovery points: recover every log of the
+        # dir from its start, as after an unclean shutdown (slow but safe). Log start offsets:
+        # the first segment's base offset (as Kafka). High watermarks: start again from the log
+        # start and rise as the ISR catches up (a high watermark only ever moves up).
+        checkpoints = {}
+        for log_dir in self._log_dirs:
+            recovery_points = self._read_checkpoint(
+                log_dir, RECOVERY_POINT_CHECKPOINT_FILE,
+                "recovering every log in this directory from its first segment")
+            if recovery_points is None:
+                self._had_clean_shutdown[log_dir] = False
+            checkpoints[log_dir] = (
+                recovery_points or {},
+                self._read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE,
+                                      "log start offsets reset to the first segments") or {},
+                self._read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE,
+                                      "high watermarks restart from the log start offsets") or {})
         progress = task = None
         show_progress = sys.stderr is not None and sys.stderr.isatty()
         recovered = 0
@@ -340,8 +370,11 @@ class LogManager:
                 return existing
             if config is not None:
                 self._topic_configs[tp.topic] = config
-            counts = {d: len(logs) for d, logs in self.logs_by_dir().items()}
-            log_dir = min(self._log_dirs, key=lambda d: counts.get(d, 0))
+            if len(self._log_dirs) == 1:  # (counting is O(partitions): skip it when there is no choice)
+                log_dir = self._log_dirs[0]
+            else:
+                counts = {d: len(logs) for d, logs in self.logs_by_dir().items()}
+                log_dir = min(self._log_dirs, key=lambda d: counts.get(d, 0))
             created = Log.open(log_dir / str(tp), config or self.config_for(tp.topic),
                                clock=self._clock, topic_id=topic_id, had_clean_shutdown=True,
                                producer_id_expiration_ms=self._producer_id_expiration_ms,
@@ -355,21 +388,33 @@ class LogManager:
         removed file.delete.delay.ms later (by `cleanup_logs`), so regions being sent stay
         readable; the checkpoints of its log dir are rewritten without it. Returns the log, or
         None if there was none."""
-        with self._lock:
-            removed = self._logs.pop(tp, None)
-        if removed is None:
-            return None
-        log_dir = removed.dir.parent
+        return self.delete_logs([tp]).get(tp)
+
+    def delete_logs(self, tps) -> dict[TopicPartition, Log]:  # noqa: ANN001 - any iterable
+        """`delete_log` for many partitions (a deleted topic), with the checkpoints of each log
+        dir rewritten once at the end, as Kafka's asyncDelete: per partition, their fsyncs made
+        deleting a topic of a thousand partitions take over a minute on the event loop."""
+        removed: dict[TopicPartition, Log] = {}
         try:
-            removed.rename_dir_for_deletion(delete_dir_name(tp))
-        except OSError as e:
-            raise KafkaStorageError(f"Failed to rename the log dir of {tp} for deletion: {e}") from e
-        due_ms = self._clock.time_ms() + removed.config.file_delete_delay_ms
-        with self._lock:
-            self._logs_to_delete.append((due_ms, removed))
-        self._write_checkpoints_for_dir(log_dir)
-        self.delete_pending_logs(self._clock.time_ms())
-        log.info("Deleted log for partition %s (directory renamed to %s)", tp, removed.dir.name)
+            for tp in tps:
+                with self._lock:
+                    lg = self._logs.pop(tp, None)
+                if lg is None:
+                    continue
+                try:
+                    lg.rename_dir_for_deletion(delete_dir_name(tp))
+                except OSError as e:
+                    raise KafkaStorageError(f"Failed to rename the log dir of {tp} for deletion: {e}") from e
+                due_ms = self._clock.time_ms() + lg.config.file_delete_delay_ms
+                with self._lock:
+                    self._logs_to_delete.append((due_ms, lg))
+                removed[tp] = lg
+                log.info("Deleted log for partition %s (directory renamed to %s)", tp, lg.dir.name)
+        finally:
+            for log_dir in {lg.dir.parent for lg in removed.values()}:  # renamed in place
+                self._write_checkpoints_for_dir(log_dir)
+            if removed:
+                self.delete_pending_logs(self._clock.time_ms())
         return removed
 
     def delete_pending_logs(self, now_ms: int) -> int:
@@ -432,8 +477,8 @@ class LogManager:
             try:
                 if lg.flush_if_needed(now_ms):
                     flushed += 1
-            except KafkaStorageError:
-                log.exception("Error flushing %s", lg.topic_partition)
+            except KafkaStorageError as e:  # a failing disk: every tick, so rate-limited, one line
+                _limited.log(logging.ERROR, "flush", "Error flushing %s: %s", lg.topic_partition, e, exc=e)
         return flushed
 
     def cleanup_logs(self, now_ms: int | None = None) -> int:
@@ -446,8 +491,9 @@ class LogManager:
             try:
                 total += lg.delete_old_segments(now_ms)
                 lg.remove_expired_producers(now_ms)
-            except KafkaStorageError:
-                log.exception("Error applying retention to %s", lg.topic_partition)
+            except KafkaStorageError as e:
+                _limited.log(logging.ERROR, "retention", "Error applying retention to %s: %s",
+                             lg.topic_partition, e, exc=e)
         self.delete_pending_logs(now_ms)
         return total
 
@@ -476,15 +522,15 @@ class LogManager:
                 try:
                     lg.flush()
                     lg.close()
-                except Exception:
+                except Exception as e:  # noqa: BLE001 - close the others; no clean-shutdown marker
                     clean = False
-                    log.exception("Error while closing %s", lg.topic_partition)
+                    log.error("Error while closing %s: %r", lg.topic_partition, e)
             try:
                 self._write_checkpoints_for_dir(log_dir)
                 if clean and self._started:
                     write_clean_shutdown_file(log_dir, broker_epoch=broker_epoch)
-            except KafkaStorageError:
-                log.exception("Error writing the checkpoints of %s", log_dir)
+            except KafkaStorageError as e:
+                log.error("Error writing the checkpoints of %s: %s", log_dir, e)
         with self._lock:
             self._logs.clear()
         self._unlock_dirs()

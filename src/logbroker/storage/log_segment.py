@@ -256,6 +256,11 @@ class LogSegment:
         if not self.can_convert_to_relative_offset(largest_offset):
             raise LogSegmentOffsetOverflowError(
                 f"detected offset overflow at offset {largest_offset} in segment {self!r}")
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            # Room for the index entries first: a full disk then fails the append before any
+            # byte is written (abstract_index.py: a store into an unbacked mapped page is SIGBUS).
+            self.offset_index.ensure_room_for_entry()
+            self.time_index.ensure_room_for_entry()
         self._log.append(records, head=head)
         if largest_timestamp > self.max_timestamp_so_far:
             self._max_timestamp_and_offset_so_far = TimestampOffset(largest_timestamp,
@@ -508,8 +513,8 @@ class LogSegment:
             if self._max_timestamp_and_offset_so_far != _UNKNOWN:
                 so_far = self._max_timestamp_and_offset_so_far
                 self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
-        except Exception:  # Kafka swallows this one: the index is rebuilt if it matters
-            log.warning("Failed to append the final time index entry of %r", self, exc_info=True)
+        except Exception as e:  # Kafka swallows this one: the index is rebuilt if it matters
+            log.warning("Failed to append the final time index entry of %r: %s", self, e)
         finally:
             for index in (self._offset_index, self._time_index):
                 if index is not None:

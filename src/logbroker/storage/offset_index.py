@@ -88,6 +88,7 @@ class OffsetIndex(AbstractIndex):
                 f"the last offset appended ({self._last_offset}) to {self._path}")
         if not 0 <= position <= INT32_MAX:
             raise ValueError(f"position {position} does not fit an index entry of {self._path}")
+        self.ensure_room_for_entry()
         _ENTRY.pack_into(self._mmap, self._entries * 8, self.relative_offset(offset), position)
         self._entries += 1
         self._last_offset = offset

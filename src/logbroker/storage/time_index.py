@@ -105,6 +105,7 @@ class TimeIndex(AbstractIndex):
             if self._entries >= self._max_entries:
                 raise IndexFullError(f"no slot left in time index {self._path} "
                                      f"(size = {self._entries})")
+            self.ensure_room_for_entry()
             _ENTRY.pack_into(self._mmap, self._entries * 12, timestamp, self.relative_offset(offset))
             self._entries += 1
             self._last_entry = TimestampOffset(timestamp, offset)

@@ -27,7 +27,6 @@ from collections import Counter
 from logbroker.errors import (
     InvalidConfigError,
     InvalidRequestError,
-    InvalidTopicError,
     KafkaError,
     TopicAuthorizationFailedError,
 )
@@ -87,18 +86,7 @@ async def create_topic(broker, topic, *, validate_only: bool, timeout_ms: int) -
                        or topic.replication_factor != NO_REPLICATION_FACTOR):
         raise InvalidRequestError("Both numPartitions or replicationFactor and replicasAssignments "
                                   "were set. Both cannot be used at the same time.")
-    _check_collision(broker, topic.name)
     return await topic_admin.create_topic(
         broker, topic.name, num_partitions=topic.num_partitions,
         replication_factor=topic.replication_factor, configs={c.name: c.value for c in topic.configs},
         assignment=assignment or None, validate_only=validate_only, timeout_ms=timeout_ms)
-
-
-def _check_collision(broker, name: str) -> None:
-    """Kafka refuses `a.b` when `a_b` exists (and vice versa): metric names replace '.' by '_'."""
-    if "." not in name and "_" not in name:
-        return
-    key = name.replace(".", "_")
-    for existing in broker.store.topics():
-        if existing != name and existing.replace(".", "_") == key:
-            raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {existing}")

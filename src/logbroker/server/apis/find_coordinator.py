@@ -51,6 +51,8 @@ def _find(broker, request, key_type: int, key: str, listener: str | None = None)
         state = broker.store.partition_state(tp)
         if state is None or state.leader < 0:
             raise CoordinatorNotAvailableError(f"{tp} has no leader")
+        if state.leader == broker.broker_id and tp not in broker.replica_manager.partitions:
+            raise CoordinatorNotAvailableError(f"the log of {tp} could not be created here yet")
         node = next((b for b in broker.brokers(listener) if b.broker_id == state.leader), None)
         if node is None:
             raise CoordinatorNotAvailableError(f"the leader of {tp} is not alive")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 
 from logbroker.errors import (
+    InvalidRequestError,
     KafkaError,
     LeaderNotAvailableError,
     TopicAuthorizationFailedError,
@@ -59,6 +60,12 @@ def handle(broker, request):
     topics = []
     for name, topic_id in wanted:
         ops = topic_ops
+        if name is None and version < 12:
+            # v10-11 requests may carry a null name (the schema allows it) but their responses
+            # may not, and topic ids are only honoured from v12: Kafka refuses it as INVALID_REQUEST.
+            topics.append(MetadataTopic(InvalidRequestError.code, "", topic_id=topic_id,
+                                        topic_authorized_operations=ops))
+            continue
         try:
             if broker.authorizer is None:
                 info = _lookup(broker, name, topic_id, allow_auto_create)
