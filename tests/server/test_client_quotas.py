@@ -135,3 +135,10 @@ def test_idle_sensors_expire():
 def test_names_are_sanitized_as_kafka_does(name, znode):
     assert sanitize(name) == znode
     assert entity_of_path(entity_path({"user": name})) == {"user": name}
+
+
+def test_throttle_time_fits_the_int32_field():
+    quotas = ClientQuotas(clock_ms=Clock())
+    quotas.update_entity("clients/c", {"producer_byte_rate": "1", "controller_mutation_rate": "0.000001"})
+    assert quotas.produce.record("u", "c", 1e12, 0) == (1 << 31) - 1
+    assert quotas.controller_mutation.record("u", "c", 1e6, 0) == (1 << 31) - 1

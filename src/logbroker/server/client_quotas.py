@@ -63,7 +63,8 @@ from logbroker.metadata.quota_entities import (
 log = logging.getLogger("kafka.server.ClientQuotaManager")
 
 INACTIVE_SENSOR_EXPIRATION_MS = 3_600_000  # Kafka's ClientQuotaManager.InactiveSensorExpirationTimeSeconds
-NANOS_TO_PERCENTAGE = 100 / 1e9  # Kafka's nanosToPercentage: 1 s of time in one second = 100 %
+NANOS_TO_PERCENTAGE = 100 / 1e9
+INT32_MAX = (1 << 31) - 1  # Kafka's nanosToPercentage: 1 s of time in one second = 100 %
 
 
 class SampledRate:
@@ -210,7 +211,7 @@ class ClientQuotaManager:
         throttle_ms = round((rate - bound) / bound * sensors.rate.window_size_ms(now_ms))
         if self.max_throttle_ms is not None:
             throttle_ms = min(throttle_ms, self.max_throttle_ms)
-        return max(int(throttle_ms), 0)
+        return min(max(int(throttle_ms), 0), INT32_MAX)  # throttle_time_ms is an int32
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: float) -> None:
         _, tags = self.quota(user, client_id)
@@ -257,13 +258,13 @@ class TokenBucketQuotaManager(ClientQuotaManager):
         if bound is None:
             return 0
         bucket = self._tokens(bound, tags, now_ms)
-        return 0 if bucket[0] > 0 else math.ceil(-bucket[0] / bound * 1000) or 1
+        return 0 if bucket[0] > 0 else min(math.ceil(-bucket[0] / bound * 1000) or 1, INT32_MAX)
 
     def _throttle_ms(self, bound: float, tags: tuple[str, str], sensors: ClientSensors, value: float,
                      now_ms: float) -> int:
         bucket = self._tokens(bound, tags, now_ms)
         bucket[0] -= value
-        return 0 if bucket[0] >= 0 else math.ceil(-bucket[0] / bound * 1000)
+        return 0 if bucket[0] >= 0 else min(math.ceil(-bucket[0] / bound * 1000), INT32_MAX)
 
 
 class ClientQuotas:
