@@ -63,8 +63,8 @@ from logbroker.metadata.quota_entities import (
 log = logging.getLogger("kafka.server.ClientQuotaManager")
 
 INACTIVE_SENSOR_EXPIRATION_MS = 3_600_000  # Kafka's ClientQuotaManager.InactiveSensorExpirationTimeSeconds
-NANOS_TO_PERCENTAGE = 100 / 1e9
-INT32_MAX = (1 << 31) - 1  # Kafka's nanosToPercentage: 1 s of time in one second = 100 %
+NANOS_TO_PERCENTAGE = 100 / 1e9  # Kafka's nanosToPercentage: 1 s of time in one second = 100 %
+INT32_MAX = (1 << 31) - 1  # throttle_time_ms is an int32
 
 
 class SampledRate:
