@@ -153,3 +153,12 @@ def test_frame_split_across_reads_decodes_like_a_whole_one():
     request = decode_request(frame)
     assert (request.api_key, request.api_version, request.correlation_id) == (18, 3, 7)
     assert request.body.client_software_name == "lb"
+
+
+def test_frames_before_a_negative_size_are_returned_and_the_error_kept():
+    decoder = FrameDecoder()
+    frames = decoder.feed(framed(b"one") + framed(b"two") + struct.pack(">i", -5) + b"junk")
+    assert [bytes(f) for f in frames] == [b"one", b"two"]
+    assert decoder.failed is not None and "negative" in str(decoder.failed)
+    with pytest.raises(InvalidReceiveError):
+        decoder.feed(framed(b"three"))

@@ -151,6 +151,27 @@ def test_connections_are_counted(metrics_broker, endpoint):
     assert value(samples, "kafka_server_socket_server_metrics_connection_count", listener="PLAINTEXT") >= 3
 
 
+def test_client_quota_sensors_have_kafkas_names(metrics_broker, endpoint, topic):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parents[1] / "broker"))
+    from clients import RawClient
+    from logbroker.records.builder import build_batch
+
+    create_topic(metrics_broker.bootstrap, topic)
+    client_id = f"metered-{topic}"
+    with RawClient(metrics_broker.bootstrap, client_id=client_id) as client:
+        response = client.request(49, 1, validate_only=False, entries=[{
+            "entity": [{"entity_type": "client-id", "entity_name": client_id}],
+            "ops": [{"key": "producer_byte_rate", "value": 100.0, "remove": False}]}])
+        assert int(response.entries[0].error_code) == 0
+        for _ in range(2):  # the second goes over the first window's 1000 bytes and is throttled
+            assert int(client.produce(topic, 0, build_batch([(b"k", b"v" * 1000)])).error_code) == 0
+    samples = endpoint.scrape()
+    labels = {"resource": "Produce", "user": "", "clientId": client_id}
+    assert value(samples, "kafka_server_quota_byte_rate", **labels) > 0
+    assert value(samples, "kafka_server_quota_throttle_time", **labels) > 0
+
+
 def test_healthz_is_200_with_json_while_listening(endpoint):
     status, content_type, body = endpoint.get("/healthz")
     assert (status, content_type) == (200, "application/json")

@@ -315,3 +315,29 @@ def test_replicated_batch_with_bad_crc_is_corrupt():
     data[ATTRIBUTES_OFFSET + 3] ^= 0x01
     with pytest.raises(CorruptRecordError):
         list(iter_replicated_batches(data))
+
+
+def legacy_message(magic: int, key: bytes | None, value: bytes) -> bytes:
+    """One magic-0/1 message (offset, size, crc, magic, attributes, [timestamp], key, value)."""
+    body = struct.pack(">bb", magic, 0) + (struct.pack(">q", NOW) if magic == 1 else b"")
+    body += struct.pack(">i", -1) if key is None else struct.pack(">i", len(key)) + key
+    body += struct.pack(">i", len(value)) + value
+    import zlib
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", 0, len(message)) + message
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_small_old_message_set_from_a_producer_is_invalid_record_not_corrupt(magic):
+    """Shorter than a v2 batch header: Kafka reads the magic first (INVALID_RECORD, 87)."""
+    buf = legacy_message(magic, None, b"v")
+    assert len(buf) - 12 < 49
+    with pytest.raises(InvalidRecordError):
+        validate_batch(buf, config=CONFIG, now_ms=NOW)
+
+
+def test_size_below_a_v0_message_is_corrupt():
+    buf = bytearray(legacy_message(0, None, b""))
+    struct.pack_into(">i", buf, 8, 13)
+    with pytest.raises(CorruptRecordError):
+        validate_batch(bytes(buf[:25]), config=CONFIG, now_ms=NOW)

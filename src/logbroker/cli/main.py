@@ -20,6 +20,7 @@ COMMANDS = {
     "groups": ("logbroker.cli.groups", "groups"),
     "transactions": ("logbroker.cli.transactions", "transactions"),
     "users": ("logbroker.cli.users", "users"),
+    "configs": ("logbroker.cli.configs", "configs"),
     "acls": ("logbroker.cli.acls", "acls"),
     "dev-cluster": ("logbroker.cli.dev_cluster", "dev_cluster"),
     "leader-election": ("logbroker.cli.leader_election", "leader_election"),

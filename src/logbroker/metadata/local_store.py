@@ -3,7 +3,9 @@
 The embedded default keeps what a cluster keeps in ZooKeeper — the cluster id, topics with their
 ids, assignments and config overrides, partition states, the producer-id block, SCRAM credentials
 (under "users", each user's map as Kafka keeps it in /config/users/<name>:
-`{"SCRAM-SHA-256": "salt=…,stored_key=…,server_key=…,iterations=4096"}`), ACLs (under "acls",
+`{"SCRAM-SHA-256": "salt=…,stored_key=…,server_key=…,iterations=4096"}`), client quota configs
+(under "client_quotas", by the entity's config path as in ZooKeeper: `users/alice`,
+`clients/<default>`, `users/alice/clients/app` → `{"producer_byte_rate": "1024"}`), ACLs (under "acls",
 one entry per resource pattern with its entries in the JSON of Kafka's /kafka-acl znodes) — in
 `<log.dir>/logbroker-metadata.json`. Every change rewrites the file atomically (write a temp file,
 fsync, rename), so after a crash the file is either the old or the new version, never a mix.
@@ -38,6 +40,7 @@ class LocalMetadataStore:
         self._next_producer_id = 0
         self._users: dict[str, dict[str, str]] = {}
         self._acls: dict[ResourcePattern, frozenset] = {}
+        self._client_quotas: dict[str, dict[str, str]] = {}
         self.cluster_id = ""
         if self.path.exists():
             self._load()
@@ -135,6 +138,22 @@ class LocalMetadataStore:
                 del self._users[user]
             self._save()
 
+    # -- client quotas (the ZkClientQuotaStore interface) ---------------------------------------
+    def read_entity(self, path: str) -> dict[str, str]:
+        return dict(self._client_quotas.get(path, {}))
+
+    def read_all(self) -> dict[str, dict[str, str]]:
+        return {path: dict(config) for path, config in self._client_quotas.items()}
+
+    def alter_entity(self, path: str, change) -> dict[str, str]:
+        new = change(self.read_entity(path))
+        if new:
+            self._client_quotas[path] = dict(new)
+        else:
+            self._client_quotas.pop(path, None)
+        self._save()
+        return new
+
     # -- ACLs -----------------------------------------------------------------------------------
     def load_acls(self) -> dict[ResourcePattern, frozenset]:
         return dict(self._acls)
@@ -165,6 +184,7 @@ class LocalMetadataStore:
             self.cluster_id = data["cluster_id"]
             self._next_producer_id = data["next_producer_id"]
             self._users = {user: dict(m) for user, m in data.get("users", {}).items()}
+            self._client_quotas = {path: dict(c) for path, c in data.get("client_quotas", {}).items()}
             self._acls = {pattern_from_key(key): decode_acls(acls)
                           for key, acls in data.get("acls", {}).items()}
             for name, t in data["topics"].items():
@@ -196,6 +216,7 @@ class LocalMetadataStore:
                 for tp, s in sorted(self._states.items())},
             "users": {user: dict(sorted(m.items())) for user, m in sorted(self._users.items())},
             "acls": {pattern_key(p): encode_acls(e) for p, e in sorted(self._acls.items())},
+            "client_quotas": {path: dict(sorted(c.items())) for path, c in sorted(self._client_quotas.items())},
         }
         tmp = self.path.with_suffix(".tmp")
         try:

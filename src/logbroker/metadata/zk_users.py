@@ -25,31 +25,18 @@ the event loop may read the cache without a lock (a dict lookup is atomic under 
 from __future__ import annotations
 
 import logging
-import urllib.parse
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from logbroker.metadata import zk_data as zk
+from logbroker.metadata.sanitizer import desanitize, sanitize  # noqa: F401 - user names as znode names
 from logbroker.security.scram import MECHANISMS, ScramCredential
 
 log = logging.getLogger("kafka.server.DynamicConfigManager")
 
 USERS = f"{zk.CONFIG}/users"
-
-
-def sanitize(name: str) -> str:
-    """Kafka's Sanitizer.sanitize: a user name as a znode name. "." and ".." alone, which Kafka
-    leaves as they are and ZooKeeper refuses as node names, are percent-encoded too ("%2E";
-    Kafka's desanitize reads them back)."""
-    if name in (".", ".."):
-        return "%2E" * len(name)
-    return urllib.parse.quote(name, safe="").replace("~", "%7E")
-
-
-def desanitize(name: str) -> str:
-    return urllib.parse.unquote(name)
 
 
 def decode_scram_credentials(data: bytes | None) -> dict[str, ScramCredential]:
@@ -87,30 +74,9 @@ class ZkUserScramStore:
         self._update(user, lambda config: {k: v for k, v in config.items() if k != mechanism})
 
     def _update(self, user: str, change) -> None:
-        path = f"{USERS}/{sanitize(user)}"
-        notice = zk.encode_config_change("users", sanitize(user))
-        while True:
-            try:
-                data, stat = self._client.get(path)
-                config, version = zk.decode_config(data), stat.version
-            except NoNodeError:
-                config, version = {}, -1
-            new = change(config)
-            txn = self._client.transaction()
-            if version < 0:
-                txn.create(path, zk.encode_config(new))
-            else:
-                txn.set_data(path, zk.encode_config(new), version=version)
-            txn.create(f"{zk.CONFIG_CHANGES}/{zk.CONFIG_CHANGE_PREFIX}", notice, sequence=True)
-            results = txn.commit()
-            if isinstance(results[0], (BadVersionError, NodeExistsError, NoNodeError)):
-                log.debug("Concurrent change of user %s; reading it again", user)
-                continue
-            failed = next((r for r in results if isinstance(r, Exception)), None)
-            if failed is not None:
-                raise failed
-            self._users[user] = decode_scram_credentials(zk.encode_config(new))
-            return
+        from logbroker.metadata.zk_quotas import change_entity_config
+        new = change_entity_config(self._client, f"users/{sanitize(user)}", change)
+        self._users[user] = decode_scram_credentials(zk.encode_config(new))
 
     # -- watches ----------------------------------------------------------------------------------
     def read_all(self) -> None:

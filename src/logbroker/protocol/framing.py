@@ -23,7 +23,10 @@ A frame is therefore valid for as long as the caller keeps it; it pins the chunk
 The size prefix is checked the moment its 4 bytes are in, before any of the body is buffered: a
 negative size or one above `socket.request.max.bytes` raises InvalidReceiveError (Kafka's
 InvalidReceiveException) and the decoder is then unusable — the connection must be closed, since
-the stream has lost its framing.
+the stream has lost its framing. Frames completed before the bad prefix in the same `feed` are
+still returned (Kafka handles every request it has fully read before the channel fails): the error
+is then kept in `failed` and raised by the next `feed`, and the caller closes the connection once
+those requests are answered.
 """
 
 from __future__ import annotations
@@ -61,6 +64,11 @@ class FrameDecoder:
     def buffered_bytes(self) -> int:
         """Bytes held for an incomplete frame (prefix included)."""
         return len(self._partial)
+
+    @property
+    def failed(self) -> InvalidReceiveError | None:
+        """The framing error found after the frames the last `feed` returned, if any."""
+        return self._failed
 
     @property
     def pending_frame_size(self) -> int | None:
@@ -109,7 +117,12 @@ class FrameDecoder:
         while end - pos >= SIZE_PREFIX_BYTES:
             (size,) = unpack(data, pos)
             if size < 0 or size > max_size:
-                self._check_size(size)
+                try:
+                    self._check_size(size)
+                except InvalidReceiveError:
+                    if not frames:
+                        raise
+                    return frames  # answered first; the error waits in `failed`
             start = pos + SIZE_PREFIX_BYTES
             stop = start + size
             if stop > end:

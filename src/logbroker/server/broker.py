@@ -78,6 +78,10 @@ class Broker:
         self.metrics = None  # server.metrics.MetricsServer when metrics.port is set
         self.authorizer = None  # security.authorizer.AclAuthorizer when authorizer.class.name is set
         self.user_store = None  # metadata.zk_users.ZkUserScramStore on a cluster
+        # Client quotas: the managers enforcing them, and where their configs live (the file
+        # store on a single node, metadata.zk_quotas.ZkClientQuotaStore on a cluster).
+        self.client_quotas = None
+        self.quota_store = None
         self.inter_broker_security = None  # client.ClientSecurity to reach other brokers, on a cluster
         self.listeners: list[Listener] = []
         self.default_log_config: LogConfig = config.default_log_config()
@@ -163,6 +167,7 @@ class Broker:
             self.controller = Controller(self.store, live_brokers=[])
         if self.authorizer is not None:
             await self._load_acls()
+        await self._load_client_quotas()
         self.producer_ids = ProducerIdManager(self.store)
         self.group_coordinator = GroupCoordinator(broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store, create_topic=self.create_topic, clock=self.clock,
                                                   live_brokers=(lambda: len(self.store.brokers())) if self.zk is not None else None)
@@ -221,6 +226,19 @@ class Broker:
             self.authorizer.load(acl_store)
             acl_store.watch_changes(self.authorizer.apply)
         await asyncio.get_running_loop().run_in_executor(None, load)
+
+    async def _load_client_quotas(self) -> None:
+        """Every quota config, before the listeners open; on a cluster the change notices keep
+        them current (server/zk_cluster.py)."""
+        from logbroker.server.client_quotas import ClientQuotas
+        self.client_quotas = ClientQuotas.from_config(self.config, clock_ms=self.clock.monotonic_ms)
+        if self.zk is None:
+            self.quota_store = self.store
+        else:
+            from logbroker.metadata.zk_quotas import ZkClientQuotaStore
+            self.quota_store = ZkClientQuotaStore(self.zk.client)
+        configs = await asyncio.get_running_loop().run_in_executor(None, self.quota_store.read_all)
+        self.client_quotas.load(configs)
 
     async def _connect_zookeeper(self) -> None:
         from logbroker.metadata.zookeeper_store import ZooKeeperMetadataStore
@@ -403,6 +421,7 @@ class Broker:
         self._every(c.replica_high_watermark_checkpoint_interval_ms, lm.checkpoint_high_watermarks, "high-watermark checkpoint")
         self._every(min(c.connections_max_idle_ms, 30_000), self.server.close_idle_connections, "idle connections", in_thread=False)
         self._every(5000, self.host_unhosted_partitions, "unhosted partitions", in_thread=False)
+        self._every(60_000, self.client_quotas.expire_sensors, "quota sensor expiration", in_thread=False)
         if self.cluster is not None:
             rm = self.replica_manager
             self._every(max(c.replica_lag_time_max_ms // 2, 10), lambda: rm.maybe_shrink_isr(c.replica_lag_time_max_ms),

@@ -234,6 +234,11 @@ class KafkaConfig:
     max_connections_per_ip_overrides: str
     queued_max_requests: int
     request_timeout_ms: int
+    # Client quotas
+    quota_window_num: int
+    quota_window_size_seconds: int
+    controller_quota_window_num: int
+    controller_quota_window_size_seconds: int
     # Groups and offsets
     offsets_topic_num_partitions: int
     offsets_topic_replication_factor: int

@@ -287,6 +287,12 @@ _BROKER_ONLY_DEFS = (
        "transactional batch of a producer is appended to it (KIP-890)"),
     _D("producer.id.expiration.ms", "int", 86_400_000,
        "forget a producer id's state after this long without writes", at_least(1)),
+    _D("quota.window.num", "int", 11, "samples kept by the client quota rates", at_least(1)),
+    _D("quota.window.size.seconds", "int", 1, "time span of each client quota sample", at_least(1)),
+    _D("controller.quota.window.num", "int", 11,
+       "samples of the controller mutation quota (its burst is quota × samples × window)", at_least(1)),
+    _D("controller.quota.window.size.seconds", "int", 1,
+       "time span of each controller mutation quota sample", at_least(1)),
 )
 
 BROKER_CONFIGS: dict[str, BrokerConfigDef] = {
@@ -306,8 +312,8 @@ connections.max.reauth.ms control.plane.listener.name controller.listener.names
 controller.quorum.append.linger.ms controller.quorum.bootstrap.servers
 controller.quorum.election.backoff.max.ms controller.quorum.election.timeout.ms
 controller.quorum.fetch.timeout.ms controller.quorum.request.timeout.ms
-controller.quorum.retry.backoff.ms controller.quorum.voters controller.quota.window.num
-controller.quota.window.size.seconds controller.socket.timeout.ms create.topic.policy.class.name
+controller.quorum.retry.backoff.ms controller.quorum.voters
+controller.socket.timeout.ms create.topic.policy.class.name
 delegation.token.expiry.check.interval.ms delegation.token.expiry.time.ms
 delegation.token.master.key delegation.token.max.lifetime.ms delegation.token.secret.key
 delete.records.purgatory.purge.interval.requests early.start.listeners
@@ -340,8 +346,8 @@ offsets.commit.timeout.ms offsets.load.buffer.size offsets.topic.compression.cod
 password.encoder.cipher.algorithm password.encoder.iterations password.encoder.key.length
 password.encoder.keyfactory.algorithm password.encoder.old.secret password.encoder.secret
 principal.builder.class process.roles producer.id.expiration.check.interval.ms
-producer.purgatory.purge.interval.requests queued.max.request.bytes quota.window.num
-quota.window.size.seconds remote.fetch.max.wait.ms remote.log.index.file.cache.total.size.bytes
+producer.purgatory.purge.interval.requests queued.max.request.bytes
+remote.fetch.max.wait.ms remote.log.index.file.cache.total.size.bytes
 remote.log.manager.copier.thread.pool.size remote.log.manager.copy.max.bytes.per.second
 remote.log.manager.copy.quota.window.num remote.log.manager.copy.quota.window.size.seconds
 remote.log.manager.expiration.thread.pool.size remote.log.manager.fetch.max.bytes.per.second

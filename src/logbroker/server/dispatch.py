@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import functools
 import logging
 from dataclasses import dataclass
+from time import perf_counter_ns
 from typing import Any
 
 from kio.index import load_response_schema
@@ -31,6 +33,7 @@ from logbroker.errors import KafkaError, UnknownServerError
 from logbroker.log_limits import RateLimitedLog
 from logbroker.protocol import codec
 from logbroker.server.apis import REGISTRY
+from logbroker.server.client_quotas import throttle_request
 from logbroker.protocol.apis import ApiKey
 from logbroker.server.network import CLOSE, CloseAfter, KafkaConnection
 from logbroker.server.responses import build
@@ -48,6 +51,12 @@ class RequestContext:
     client_id: str | None
     body: Any
     connection: KafkaConnection | None
+    # Client quotas (server/client_quotas.py): when the request arrived, its size, the event-loop
+    # time its decoding and handler took, and whether its handler already counted it.
+    start_ns: int = 0
+    request_bytes: int = 0
+    handler_ns: int = 0
+    quota_done: bool = False
 
 
 def error_code(exc: BaseException) -> int:
@@ -68,6 +77,7 @@ class Dispatcher:
         self.broker = broker
 
     def __call__(self, frame: memoryview, connection: KafkaConnection):
+        start_ns = perf_counter_ns()
         if connection.auth_gate and connection.sasl.expects_raw_token:
             return self._raw_sasl_token(frame, connection)
         try:
@@ -87,7 +97,7 @@ class Dispatcher:
             return CLOSE
         handler = REGISTRY[request.api_key]
         ctx = RequestContext(request.api_key, request.api_version, request.correlation_id,
-                             request.client_id, request.body, connection)
+                             request.client_id, request.body, connection, start_ns, len(frame))
         if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("Request %s v%d from %s (client %s, correlation %d)", handler.__module__,
                               ctx.api_version, connection.peer, ctx.client_id, ctx.correlation_id)
@@ -95,15 +105,29 @@ class Dispatcher:
             result = handler(self.broker, ctx)
         except Exception as exc:  # noqa: BLE001
             return self._failed(ctx, exc)
+        ctx.handler_ns = perf_counter_ns() - start_ns
         if asyncio.iscoroutine(result):
             return self._finish(ctx, result)
-        return self.encode(ctx, result)
+        return self._throttled(ctx, result)
 
     async def _finish(self, ctx: RequestContext, coroutine):
         try:
             result = await coroutine
         except Exception as exc:  # noqa: BLE001
             return self._failed(ctx, exc)
+        return self._throttled(ctx, result)
+
+    def _throttled(self, ctx: RequestContext, result):
+        """Encode `result`, first counting the request against the client's request quota (when
+        any quota is configured and the handler did not count it) and carrying its throttle time."""
+        quotas = self.broker.client_quotas
+        if quotas is None or not quotas.enabled or ctx.quota_done or result is None or result is CLOSE:
+            return self.encode(ctx, result)
+        throttle_ms = throttle_request(self.broker, ctx)
+        if throttle_ms and isinstance(result, dict):
+            result = {**result, "throttle_time": throttle_ms}
+        elif throttle_ms and dataclasses.is_dataclass(result) and hasattr(result, "throttle_time"):
+            result = dataclasses.replace(result, throttle_time=datetime.timedelta(milliseconds=throttle_ms))
         return self.encode(ctx, result)
 
     def _raw_sasl_token(self, frame: memoryview, connection: KafkaConnection):

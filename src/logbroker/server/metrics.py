@@ -21,6 +21,10 @@ Names are Kafka's JMX metrics as the Prometheus JMX exporter's standard Kafka ru
         → kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation="Produce"}
     kafka.server:type=socket-server-metrics,listener=L → kafka_server_socket_server_metrics_connection_count
     kafka.network:type=RequestChannel,name=RequestQueueSize → kafka_network_requestchannel_requestqueuesize
+    kafka.server:type=Produce,user=U,client-id=C byte-rate / throttle-time (Fetch likewise,
+    Request request-time / throttle-time, ControllerMutation mutation-rate / throttle-time: the
+    client quota sensors, server/client_quotas.py) → kafka_server_quota_byte_rate{resource="Produce",
+        user="U",clientId="C"} (the exporter's quota rule; an absent tag is an empty label)
     kafka.coordinator.transaction:type=TransactionMarkerChannelManager,name=UnknownDestinationQueueSize
         → kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize
         (and LogAppendRetryQueueSize: markers not yet written); the transaction-coordinator-metrics
@@ -312,6 +316,7 @@ class BrokerCollector:
         yield from self._replica_manager(partitions)
         yield from self._logs(partitions)
         yield from self._server()
+        yield from self._quotas()
         yield from self._group_lag()
         yield from self._transaction_coordinator()
 
@@ -406,6 +411,27 @@ class BrokerCollector:
                                 "Requests received and not yet answered, over all connections", value=queued)
         yield GaugeMetricFamily("kafka_server_kafkaserver_brokerstate",
                                 "Broker state: 3 running, 1 starting", value=3 if broker.listeners else 1)
+
+    def _quotas(self) -> Iterable[Metric]:
+        quotas = self.broker.client_quotas
+        if quotas is None:
+            return
+        labels = ["resource", "user", "clientId"]
+        families = {name: GaugeMetricFamily(f"kafka_server_quota_{name}", documentation, labels=labels)
+                    for name, documentation in (
+                        ("byte_rate", "Bytes a second of a client's produce requests or fetch responses"),
+                        ("request_time", "Percentage of the event loop a client's requests took"),
+                        ("mutation_rate", "Partitions a second a client created or deleted"),
+                        ("throttle_time", "Average throttle time given to a client, in ms"))}
+        rate_name = {"Produce": "byte_rate", "Fetch": "byte_rate", "Request": "request_time",
+                     "ControllerMutation": "mutation_rate"}
+        now_ms = quotas.clock_ms()
+        for manager in quotas.managers:
+            for (user, client_id), sensors in list(manager.sensors.items()):
+                values = [manager.metric_group, user, client_id]
+                families[rate_name[manager.metric_group]].add_metric(values, sensors.rate.rate(now_ms))
+                families["throttle_time"].add_metric(values, sensors.throttle.avg_ms)
+        yield from families.values()
 
     def _group_lag(self) -> Iterable[Metric]:
         """Lag of each committed offset of the groups this broker coordinates."""

@@ -31,6 +31,9 @@ backlog, as behind Kafka's blocked acceptor) and start again when a connection c
 
 Backpressure: a connection with more than MAX_IN_FLIGHT unanswered requests stops being read
 until the writer catches up, so a fast producer cannot make the broker buffer without bound.
+
+Quota throttling (KIP-219): `mute_for(ms)` stops reading a connection whose client went over a
+quota (server/client_quotas.py) for the throttle time; its responses still go out.
 """
 
 from __future__ import annotations
@@ -122,6 +125,7 @@ class KafkaConnection(asyncio.Protocol):
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._reading_paused = False
+        self._muted_until = 0.0  # loop time until which a quota throttle keeps reading stopped
         self._writer: asyncio.Task | None = None
         self._writer_idle = False  # the writer waits for a slot: nothing is being written
         self._sock_fd = -1
@@ -192,11 +196,20 @@ class KafkaConnection(asyncio.Protocol):
             queued = True
         if ready:
             self._write_now(ready)
+        if self.decoder.failed is not None:
+            # A bad size prefix after complete requests: answer those, then close (as Kafka).
+            log.warning("Closing connection from %s: %s", self.peer, self.decoder.failed)
+            self.transport.pause_reading()
+            self._reading_paused = False  # never resumed: the next slot closes
+            self._slots.append(CLOSE)
+            self._slot_ready.set()
+            return
         if queued:
             self._slot_ready.set()
         if len(self._slots) > MAX_IN_FLIGHT and not self._reading_paused:
             self._reading_paused = True
-            self.transport.pause_reading()
+            if self._muted_until == 0.0:
+                self.transport.pause_reading()
 
     def _tls_received(self, data: bytes) -> bytes:
         tls = self.tls
@@ -251,6 +264,27 @@ class KafkaConnection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
+    def mute_for(self, throttle_ms: int) -> None:
+        """Stop reading this connection for `throttle_ms` (a quota throttle); a longer mute
+        already running stays."""
+        if self.transport is None or self.transport.is_closing():
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + throttle_ms / 1000
+        if until <= self._muted_until:
+            return
+        if self._muted_until == 0.0 and not self._reading_paused:
+            self.transport.pause_reading()
+        self._muted_until = until
+        loop.call_at(until, self._unmute)
+
+    def _unmute(self) -> None:
+        if self._muted_until == 0.0 or asyncio.get_running_loop().time() < self._muted_until:
+            return  # a later mute is running; its own timer ends it
+        self._muted_until = 0.0
+        if not self._reading_paused and self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
     # -- writing ------------------------------------------------------------------------------
     async def _write_loop(self) -> None:
         try:
@@ -268,7 +302,8 @@ class KafkaConnection(asyncio.Protocol):
                 self._slots.popleft()
                 if self._reading_paused and len(self._slots) <= RESUME_IN_FLIGHT:
                     self._reading_paused = False
-                    self.transport.resume_reading()
+                    if self._muted_until == 0.0:
+                        self.transport.resume_reading()
                 if response is None:
                     continue
                 if response is CLOSE:

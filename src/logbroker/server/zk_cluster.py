@@ -61,8 +61,11 @@ class ZooKeeperCluster:
         self._watches: list[Watch] = []
         self._state_watches: dict[TopicPartition, Watch] = {}
         self._topic_watches: dict[str, Watch] = {}
-        self._config_changes = ConfigChangeListener(zk, {"topics": self._on_topic_config_change},
-                                                    clock=broker.clock)
+        self._config_changes = ConfigChangeListener(zk, {
+            "topics": self._on_topic_config_change,
+            "users": lambda name: self._on_quota_config_change(f"users/{name}"),
+            "clients": lambda name: self._on_quota_config_change(f"clients/{name}"),
+        }, clock=broker.clock)
         self._known_topics: set[str] = set()  # worker thread only
         self._closed = False
         self._rebalance_task: asyncio.Task | None = None
@@ -208,6 +211,13 @@ class ZooKeeperCluster:
 
     def _on_topic_config_change(self, name: str) -> None:
         self._on_loop(apply_topic_configs, self.broker, name, self.zk.topic_configs(name))
+
+    def _on_quota_config_change(self, path: str) -> None:
+        """A user's, client's or user/client's config changed: re-read it (client quotas)."""
+        if self.broker.quota_store is None:
+            return
+        config = self.broker.quota_store.read_entity(path)
+        self._on_loop(self.broker.client_quotas.update_entity, path, config)
 
     def _on_topic_deletions(self, names: list[str]) -> None:
         if not self.zk.is_controller:

@@ -15,8 +15,11 @@ appends nothing either); clients fail those records and may re-send the others.
 Which error a client sees, as Kafka (in the order Kafka checks):
 
     no complete batch, bytes after the batch    INVALID_RECORD (87)
-    batchLength below a v2 header, magic > 2    CORRUPT_MESSAGE (2)
-    magic 0 or 1                                UNSUPPORTED_FOR_MESSAGE_FORMAT (43)
+    size below a v0 message (14), magic > 2,
+    magic 2 with batchLength below its header   CORRUPT_MESSAGE (2)
+    magic 0 or 1 (any size from 14)             INVALID_RECORD in a Produce (v3+ carries
+                                                only v2), UNSUPPORTED_FOR_MESSAGE_FORMAT (43)
+                                                from a leader
     baseOffset != 0 from a client               INVALID_RECORD
     size > max.message.bytes                    MESSAGE_TOO_LARGE (10)
     CRC-32C mismatch                            CORRUPT_MESSAGE
@@ -59,6 +62,9 @@ from logbroker.records.compression import decompress
 from logbroker.records.record import Record, decode_record
 from logbroker.storage.log_config import LONG_MAX, LogConfig
 
+# Kafka's LegacyRecord.RECORD_OVERHEAD_V0: crc, magic, attributes, key and value lengths.
+LEGACY_RECORD_OVERHEAD_V0 = 14
+
 
 def timestamp_before_max_ms(config: LogConfig) -> int:
     """message.timestamp.before.max.ms, or the deprecated difference.max.ms when unset (KIP-937)."""
@@ -84,10 +90,12 @@ def _check_framing(view: memoryview, position: int) -> int:
     if remaining < LOG_OVERHEAD:
         return -1
     (length,) = BATCH_LENGTH.unpack_from(view, position + 8)
-    if length < MIN_BATCH_LENGTH:
+    # Kafka's ByteBufferLogInputStream: only a size below the smallest (v0) message is corrupt
+    # before the magic is read, so a small magic-0/1 message set is an old format, not corrupt.
+    if length < LEGACY_RECORD_OVERHEAD_V0:
         raise CorruptRecordError(
-            f"Record batch size {length} is less than the minimum v2 batch overhead "
-            f"({MIN_BATCH_LENGTH})")
+            f"Record size {length} is less than the minimum record overhead "
+            f"({LEGACY_RECORD_OVERHEAD_V0})")
     if remaining <= MAGIC_OFFSET:
         return -1
     magic = view[position + MAGIC_OFFSET]
@@ -99,6 +107,10 @@ def _check_framing(view: memoryview, position: int) -> int:
         raise UnsupportedForMessageFormatError(
             f"Record batch has magic {magic}; logbroker accepts only magic {MAGIC} (v2) batches "
             f"(Kafka clients since 0.11 send them)")
+    if length < MIN_BATCH_LENGTH:
+        raise CorruptRecordError(
+            f"Record batch size {length} is less than the minimum v2 batch overhead "
+            f"({MIN_BATCH_LENGTH})")
     size = length + LOG_OVERHEAD
     return size if size <= remaining else -1
 

@@ -19,6 +19,7 @@ MODULES = (
     "alter_partition_reassignments", "list_partition_reassignments",
     "controlled_shutdown", "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "txn_offset_commit",
     "describe_transactions", "list_transactions", "write_txn_markers", "describe_producers",
+    "describe_client_quotas", "alter_client_quotas",
 )
 
 

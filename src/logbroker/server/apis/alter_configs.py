@@ -9,7 +9,8 @@ checks. On a cluster the new set goes to ZooKeeper off the event loop and every 
 from its config-change watch (server/topic_admin.py).
 
 Broker resources: logbroker has no dynamic broker configs, so changing one is INVALID_REQUEST with
-a message saying to edit server.properties; other resource types are INVALID_REQUEST.
+Kafka's message for a read-only config ("Cannot update these configs dynamically: Set(…)") and how
+to change it; other resource types are INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ def refuse_broker_change(broker, resource_name: str, keys: list[str]) -> None:
     if resource_name and resource_name != str(broker.broker_id):
         raise InvalidRequestError(f"Unexpected broker id, expected {broker.broker_id} or empty "
                                   f"string, but received {resource_name}")
+    # As Kafka answers for a read-only broker config (every one is, here).
     raise InvalidRequestError(
-        "logbroker does not support dynamic broker configs: set "
-        f"{', '.join(keys) or 'the keys'} in server.properties (or with --override) and restart the broker")
+        f"Invalid config value for resource ConfigResource(type=BROKER, name='{resource_name}'): "
+        f"Cannot update these configs dynamically: Set({', '.join(keys)}) — logbroker has no dynamic "
+        f"broker configs: set them in server.properties (or with --override) and restart the broker")

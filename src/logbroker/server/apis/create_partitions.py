@@ -16,6 +16,7 @@ from logbroker.errors import InvalidRequestError, KafkaError
 from logbroker.security.acl import AclOperation
 from logbroker.server import topic_admin
 from logbroker.server.authorization import require_topic
+from logbroker.server.client_quotas import ControllerMutationQuota
 
 API_KEY = 37
 
@@ -23,6 +24,7 @@ API_KEY = 37
 async def handle(broker, request) -> dict:
     body = request.body
     counts = Counter(topic.name for topic in body.topics)
+    mutations = ControllerMutationQuota(broker, request, strict=request.api_version >= 3)
     results = []
     for topic in body.topics:
         result = {"name": topic.name, "error_code": 0, "error_message": None}
@@ -32,10 +34,15 @@ async def handle(broker, request) -> dict:
             require_topic(broker, request, AclOperation.ALTER, topic.name)
             assignment = (None if topic.assignments is None
                           else [tuple(a.broker_ids) for a in topic.assignments])
+            info = broker.store.topic(topic.name)
+            if not body.validate_only:
+                mutations.check()
             await topic_admin.create_partitions(broker, topic.name, topic.count, assignment=assignment,
                                                 validate_only=body.validate_only,
                                                 timeout_ms=int(body.timeout.total_seconds() * 1000))
+            if not body.validate_only and info is not None:
+                mutations.record(topic.count - info.num_partitions)
         except KafkaError as exc:
             result.update(error_code=exc.code, error_message=str(exc) or None)
         results.append(result)
-    return {"results": results}
+    return mutations.respond({"results": results})

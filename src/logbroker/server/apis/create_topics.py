@@ -13,6 +13,9 @@ topic config with its source, as DescribeConfigs would (KAFKA-NOTES 13); v7 with
 The answer comes once the topic is ready: on a single node its logs exist; on a cluster this
 broker's metadata shows every partition led, or after timeout_ms the topic gets REQUEST_TIMED_OUT
 (it is still created; server/topic_admin.py).
+
+Each created topic's partitions count against the client's controller_mutation_rate; from v6 a
+topic asked for while that quota is exhausted gets THROTTLING_QUOTA_EXCEEDED (server/client_quotas.py).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from logbroker.metadata.model import TopicInfo
 from logbroker.server import topic_admin
 from logbroker.server.apis.describe_configs import topic_config_entries
 from logbroker.server.authorization import may_create_topic
+from logbroker.server.client_quotas import ControllerMutationQuota
 
 API_KEY = 19
 NO_NUM_PARTITIONS = -1
@@ -41,6 +45,7 @@ ZERO_UUID = uuid.UUID(int=0)
 async def handle(broker, request) -> dict:
     body = request.body
     counts = Counter(topic.name for topic in body.topics)
+    mutations = ControllerMutationQuota(broker, request, strict=request.api_version >= 6)
     results = []
     for topic in body.topics:
         try:
@@ -48,8 +53,12 @@ async def handle(broker, request) -> dict:
                 raise InvalidRequestError("Found multiple entries for this topic.")
             if not may_create_topic(broker, request, topic.name):
                 raise TopicAuthorizationFailedError(f"Not authorized to create topic {topic.name}.")
+            if not body.validate_only:
+                mutations.check()
             info = await create_topic(broker, topic, validate_only=body.validate_only,
                                       timeout_ms=int(body.timeout.total_seconds() * 1000))
+            if not body.validate_only:
+                mutations.record(info.num_partitions)
         except KafkaError as exc:
             results.append({"name": topic.name, "topic_id": ZERO_UUID, "error_code": exc.code,
                             "error_message": str(exc) or None, "num_partitions": -1,
@@ -64,7 +73,7 @@ async def handle(broker, request) -> dict:
             "replication_factor": info.replication_factor,
             "configs": topic_config_entries(broker, info) if request.api_version >= 5 else [],
         })
-    return {"topics": results}
+    return mutations.respond({"topics": results})
 
 
 async def create_topic(broker, topic, *, validate_only: bool, timeout_ms: int) -> TopicInfo:

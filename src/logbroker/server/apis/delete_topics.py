@@ -22,6 +22,7 @@ from logbroker.errors import (
 from logbroker.security.acl import AclOperation
 from logbroker.server import topic_admin
 from logbroker.server.authorization import require_topic
+from logbroker.server.client_quotas import ControllerMutationQuota
 
 API_KEY = 20
 ZERO_UUID = uuid.UUID(int=0)
@@ -34,6 +35,7 @@ async def handle(broker, request) -> dict:
     else:
         wanted = [(name, ZERO_UUID) for name in body.topic_names]
     deletion_enabled = getattr(broker.config, "delete_topic_enable", True)
+    mutations = ControllerMutationQuota(broker, request, strict=request.api_version >= 5)
     responses = []
     for name, topic_id in wanted:
         result = {"name": name, "topic_id": topic_id, "error_code": 0, "error_message": None}
@@ -45,12 +47,15 @@ async def handle(broker, request) -> dict:
             name, topic_id = _resolve(broker, name, topic_id)
             require_topic(broker, request, AclOperation.DELETE, name)
             result.update(name=name, topic_id=topic_id)
+            mutations.check()
+            info = broker.store.topic(name)
+            mutations.record(info.num_partitions if info is not None else 0)
             await topic_admin.delete_topic(broker, name,
                                            timeout_ms=int(body.timeout.total_seconds() * 1000))
         except KafkaError as exc:
             result.update(error_code=exc.code, error_message=str(exc) or None)
         responses.append(result)
-    return {"responses": responses}
+    return mutations.respond({"responses": responses})
 
 
 def _resolve(broker, name: str | None, topic_id: uuid.UUID) -> tuple[str, uuid.UUID]:

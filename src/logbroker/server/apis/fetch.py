@@ -15,11 +15,17 @@ from __future__ import annotations
 import inspect
 
 from logbroker.errors import TopicAuthorizationFailedError, UnknownTopicIdError
-from logbroker.protocol.responses.fetch import FetchPartitionData, FetchTopicData, encode_fetch_response
+from logbroker.protocol.responses.fetch import (
+    FetchPartitionData,
+    FetchTopicData,
+    chunks_size,
+    encode_fetch_response,
+)
 from logbroker.replication.replica_manager import FetchPartitionRequest
 from logbroker.replication.replica_selector import ClientMetadata
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import TOPIC, allowed_names, cluster_allowed
+from logbroker.server.client_quotas import principal_name, throttle_request
 from logbroker.types import TopicPartition
 
 API_KEY = 1
@@ -35,18 +41,26 @@ def handle(broker, request):
                                        p.partition_max_bytes, getattr(p, "current_leader_epoch", -1))
                  for t, name in zip(body.topics, names) if name is not None and name not in denied
                  for p in t.partitions]
+    max_bytes = body.max_bytes
+    quotas = broker.client_quotas
+    if quotas is not None and quotas.enabled and replica_id < 0 and quotas.fetch.quotas:
+        # Never more than the consumer byte-rate quota lets through in its window (Kafka).
+        window_bytes = quotas.fetch.max_value_in_window(
+            principal_name(request.connection.principal), request.client_id or "")
+        if window_bytes < max_bytes:
+            max_bytes = int(window_bytes)
     # KIP-392: from v11 a consumer sends its rack, and may then read from followers.
     client_metadata = ClientMetadata(body.rack_id or "", getattr(request.connection, "listener_name", None)) \
         if request.api_version >= 11 else None
     results = broker.replica_manager.fetch_messages(
         replica_id=replica_id, max_wait_ms=int(body.max_wait.total_seconds() * 1000),
-        min_bytes=body.min_bytes, max_bytes=body.max_bytes, partitions=requested,
+        min_bytes=body.min_bytes, max_bytes=max_bytes, partitions=requested,
         isolation_level=getattr(body, "isolation_level", 0), client_metadata=client_metadata)
     if (metrics := broker.replica_manager.metrics) is not None:
         results = metrics.on_fetch(replica_id, results)
     if inspect.isawaitable(results):
-        return _respond_later(request, names, results, denied)
-    return _respond(request, names, results, denied)
+        return _respond_later(broker, request, names, results, denied, replica_id)
+    return _respond(broker, request, names, results, denied, replica_id)
 
 
 def unreadable(broker, request, replica_id: int, names: list[str | None]) -> frozenset[str]:
@@ -67,8 +81,8 @@ def _topic_names(broker, body, version: int) -> list[str | None]:
     return [info.name if info else None for info in infos]
 
 
-async def _respond_later(request, names, pending, denied):
-    return _respond(request, names, await pending, denied)
+async def _respond_later(broker, request, names, pending, denied, replica_id):
+    return _respond(broker, request, names, await pending, denied, replica_id)
 
 
 def _aborted(result, committed: bool):
@@ -79,7 +93,26 @@ def _aborted(result, committed: bool):
     return result.aborted_transactions or []
 
 
-def _respond(request, names, results, denied):
+def _respond(broker, request, names, results, denied, replica_id):
+    chunks = _encode(request, names, results, denied)
+    quotas = broker.client_quotas
+    if replica_id >= 0 or quotas is None or not quotas.enabled:
+        request.quota_done = True  # followers are exempt from client quotas
+        return chunks
+    # The consumer byte-rate quota counts the response's size; over it (or over the request
+    # quota) the answer is empty, its bytes uncounted, and carries the throttle time (Kafka).
+    size = chunks_size(chunks)
+    throttle_ms = throttle_request(broker, request, manager=quotas.fetch, value=size)
+    if throttle_ms == 0:
+        return chunks
+    if quotas.fetch.quotas:
+        quotas.fetch.unrecord(principal_name(request.connection.principal), request.client_id or "",
+                              size, quotas.clock_ms())
+    return encode_fetch_response(request.api_version, request.correlation_id, [],
+                                 throttle_time_ms=throttle_ms)
+
+
+def _encode(request, names, results, denied):
     body = request.body
     committed = body.isolation_level == 1
     topics = []

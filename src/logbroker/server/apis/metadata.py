@@ -29,6 +29,7 @@ from logbroker.protocol.responses.metadata import (
 )
 from logbroker.security.acl import AclOperation
 from logbroker.server.apis.describe_cluster import cluster_operations
+from logbroker.server.client_quotas import throttle_request
 from logbroker.server.authorization import TOPIC, allowed, authorized_operations, may_create_topic
 from logbroker.types import TopicPartition
 
@@ -79,9 +80,11 @@ def handle(broker, request):
                                         topic_authorized_operations=ops))
             continue
         topics.append(describe_topic(broker, info, ops, unreachable))
+    quotas = broker.client_quotas
+    throttle_ms = throttle_request(broker, request) if quotas is not None and quotas.enabled else 0
     return [encode_metadata_response(version, request.correlation_id, brokers=brokers, topics=topics,
                                      cluster_id=broker.cluster_id, controller_id=broker.controller_id,
-                                     cluster_authorized_operations=cluster_ops)]
+                                     cluster_authorized_operations=cluster_ops, throttle_time_ms=throttle_ms)]
 
 
 def _authorized_lookup(broker, request, name: str | None, topic_id: uuid.UUID | None,

@@ -25,6 +25,7 @@ from logbroker.protocol.responses.produce import ProducePartitionResult, Produce
 from logbroker.replication.replica_manager import ProduceResult
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import TOPIC, allowed_names
+from logbroker.server.client_quotas import throttle_request
 from logbroker.server.network import CLOSE
 from logbroker.types import TopicPartition
 
@@ -63,10 +64,10 @@ def _append(broker, request, entries, denied, failed=None):
     results = broker.replica_manager.append_records_now(
         timeout_ms=int(body.timeout.total_seconds() * 1000), required_acks=body.acks, entries=entries)
     if inspect.isawaitable(results):
-        return _respond_later(request, results, denied, failed)
+        return _respond_later(broker, request, results, denied, failed)
     if failed:
         results.update(failed)
-    return _respond(request, results, denied)
+    return _respond(broker, request, results, denied)
 
 
 def _unverified(broker, entries: dict[TopicPartition, bytes]) -> tuple[int, int, list[TopicPartition]] | None:
@@ -122,15 +123,20 @@ def unwritable(broker, request, entries: dict[TopicPartition, bytes]) -> list[To
     return denied
 
 
-async def _respond_later(request, pending, denied, failed=None):
+async def _respond_later(broker, request, pending, denied, failed=None):
     results = await pending
     if failed:
         results.update(failed)
-    return _respond(request, results, denied)
+    return _respond(broker, request, results, denied)
 
 
-def _respond(request, results, denied=()):
+def _respond(broker, request, results, denied=()):
+    """The response, carrying the throttle time of the client's produce byte-rate and request
+    quotas (counted here, once the append is done, as Kafka counts the request's size)."""
     body = request.body
+    quotas = broker.client_quotas
+    throttle_ms = 0 if quotas is None or not quotas.enabled else throttle_request(
+        broker, request, manager=quotas.produce, value=request.request_bytes)
     if body.acks == 0:
         return CLOSE if denied or any(r.error is not None for r in results.values()) else None
     by_topic: dict[str, list[ProducePartitionResult]] = {}
@@ -145,4 +151,5 @@ def _respond(request, results, denied=()):
             r.log_start_offset, record_errors=error.record_errors if error else (),
             error_message=str(error) or None if error else None))
     topics = [ProduceTopicResult(name, parts) for name, parts in by_topic.items()]
-    return [encode_produce_response(request.api_version, request.correlation_id, topics)]
+    return [encode_produce_response(request.api_version, request.correlation_id, topics,
+                                    throttle_time_ms=throttle_ms)]
