@@ -233,14 +233,19 @@ LOADS = [("ping-pong: 4 connections × 1", 4, 1), ("pipelined: 2 connections × 
 
 
 def start_broker(root: Path, src: str | None, profiled: Path | None = None) -> BrokerProcess:
+    src, _, env = (src or "").partition("::")  # PATH::KEY=VALUE,… sets the broker's environment too
     if src:
         os.environ["PYTHONPATH"] = src
+    saved = dict(os.environ)
+    os.environ.update(item.split("=", 1) for item in env.split(",") if item)
     broker = BrokerProcess(root, overrides={"num.partitions": "1", "log.segment.bytes": str(1 << 30)})
     if profiled is not None:
         command = broker.command()
         assert command[1:4] == ["-m", "logbroker.cli", "serve"], command
         broker.command = lambda: [command[0], "-c", PROFILED_BROKER, str(profiled), *command[3:]]
     broker.start()
+    os.environ.clear()
+    os.environ.update(saved)
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 0})
@@ -261,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 s per measurement instead of 3")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="breakdown by stage (cProfile, one extra broker per case)")
-    parser.add_argument("--src", action="append", default=[], help="logbroker source tree (repeatable)")
+    parser.add_argument("--src", action="append", default=[], help="logbroker source tree, optionally PATH::KEY=VALUE,… for the broker's environment (repeatable)")
     parser.add_argument("--cases", default="", help="substring filter on case names")
     parser.add_argument("--keep", help="work in this directory and keep it (the profiles: profiled-N/stats)")
     args = parser.parse_args(argv)
