@@ -42,6 +42,7 @@ from logbroker.testing import BrokerProcess  # noqa: E402
 _SIZE = struct.Struct(">i")
 TOPIC = "small"
 FETCH_TOPIC = "small-fetch"
+PACED_TOPIC = "paced-6p"
 
 
 # --- request frames ---------------------------------------------------------------------------
@@ -232,6 +233,35 @@ CASES = [
 LOADS = [("ping-pong: 4 connections × 1", 4, 1), ("pipelined: 2 connections × 16", 2, 16)]
 
 
+def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: float) -> dict:
+    """Issue 20's scenario as a user runs it: confluent-kafka sending 1 KiB records at `rate` a
+    second over 6 partitions with linger.ms=0 (each record in a request of its own, mostly).
+    Broker CPU per Produce request, the requests counted from librdkafka's statistics."""
+    from bench_ceilings import RequestCounter, make_producer
+
+    requests = RequestCounter()
+    producer, errors = make_producer({"bootstrap.servers": broker.bootstrap, "acks": acks, "linger.ms": 0,
+                                      **requests.config()})
+    value = os.urandom(1024)
+    producer.produce(PACED_TOPIC, value)
+    producer.flush(30)
+    count = int(rate * seconds)
+    tx0 = requests.read(producer)
+    cpu0, start = proc_cpu_s(broker.process.pid), time.perf_counter()
+    for i in range(count):
+        producer.produce(PACED_TOPIC, value, partition=i % 6)
+        producer.poll(0)
+        while time.perf_counter() < start + (i + 1) / rate:
+            time.sleep(0.0002)
+    producer.flush(30)
+    cpu, wall = proc_cpu_s(broker.process.pid) - cpu0, time.perf_counter() - start
+    n = requests.read(producer) - tx0
+    if errors:
+        raise RuntimeError(f"{len(errors)} failed deliveries, first: {errors[0]}")
+    return {"requests": n, "records": count, "us_per_request": cpu / max(1, n) * 1e6,
+            "broker_cpu_pct": 100 * cpu / wall}
+
+
 def start_broker(root: Path, src: str | None, profiled: Path | None = None) -> BrokerProcess:
     src, _, env = (src or "").partition("::")  # PATH::KEY=VALUE,… sets the broker's environment too
     if src:
@@ -249,7 +279,8 @@ def start_broker(root: Path, src: str | None, profiled: Path | None = None) -> B
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 0})
-    for f in admin.create_topics([NewTopic(TOPIC, 1, 1), NewTopic(FETCH_TOPIC, 1, 1)]).values():
+    for f in admin.create_topics([NewTopic(TOPIC, 1, 1), NewTopic(FETCH_TOPIC, 1, 1),
+                                   NewTopic(PACED_TOPIC, 6, 1)]).values():
         f.result(30)
     # A few records to fetch: ten 100 B batches at the start of the fetch topic.
     from confluent_kafka import Producer
@@ -268,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="breakdown by stage (cProfile, one extra broker per case)")
     parser.add_argument("--src", action="append", default=[], help="logbroker source tree, optionally PATH::KEY=VALUE,… for the broker's environment (repeatable)")
     parser.add_argument("--cases", default="", help="substring filter on case names")
+    parser.add_argument("--librdkafka", action="store_true",
+                        help="also issue 20's user scenario: confluent-kafka at 2,500 records/s, linger.ms=0")
     parser.add_argument("--keep", help="work in this directory and keep it (the profiles: profiled-N/stats)")
     args = parser.parse_args(argv)
     seconds = 1.0 if args.quick else 3.0
@@ -304,6 +337,27 @@ def main(argv: list[str] | None = None) -> int:
             tag = f" ({src})" if src else ""
             headers += [f"broker µs/request{tag}", "each run", "requests/s"]
         say(table(headers, rows))
+        if args.librdkafka:
+            paced: dict = collections.defaultdict(list)
+            for _ in range(args.repeat):
+                for acks in (1, -1):
+                    for src, broker in brokers.items():
+                        paced[(acks, src)].append(librdkafka_paced(broker, acks=acks, rate=2500, seconds=seconds + 1))
+            rows = []
+            for acks in (1, -1):
+                row = [f"confluent-kafka, 1 KiB at 2,500/s, 6 partitions, linger.ms=0, acks={'all' if acks < 0 else 1}"]
+                for src in srcs:
+                    runs = paced[(acks, src)]
+                    row += [f"{median([r['us_per_request'] for r in runs]):.0f}",
+                            " / ".join(f"{r['us_per_request']:.0f}" for r in runs),
+                            f"{median([r['records'] / max(1, r['requests']) for r in runs]):.2f}",
+                            f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%"]
+                rows.append(row)
+            headers = ["load"]
+            for src in srcs:
+                tag = f" ({src})" if src else ""
+                headers += [f"broker µs/request{tag}", "each run", "records/request", "broker CPU"]
+            say(table(headers, rows))
         say(f"- load average after: {os.getloadavg()}")
         if args.profile:
             say("\n### Breakdown: µs of broker CPU per request by stage (cProfile, CPU clock; ping-pong)")

@@ -1,0 +1,72 @@
+"""Broker CPU-s per GB produced (issue 16), source trees side by side: bench_broker's produce
+cases (confluent-kafka in this process, linger.ms=5, 1 KiB, acks=1 and acks=all, one and three
+partitions) against one broker per `--src`, alternating, without bench_broker's waits for an idle
+machine — for A/B comparisons on a shared machine, where both sides take the same noise. The
+goals themselves are judged by bench_broker.py beside its ceilings.
+
+    .venv/bin/python bench/bench_cpu_per_gb.py --src /path/a/src --src /path/b/src [--records 200000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_broker import QUICK, Bench  # noqa: E402
+from common import machine_info, median, say, table  # noqa: E402
+
+CASES = [(1024, 1, 1), (1024, 1, -1), (1024, 3, 1), (1024, 3, -1)]  # size, partitions, acks
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--src", action="append", required=True, help="logbroker source tree (repeatable)")
+    parser.add_argument("--records", type=int, default=200_000, help="records per run")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-cpu-per-gb-") as tmp:
+        root = Path(tmp)
+        say("## Broker CPU per GB produced, A/B")
+        for line in machine_info(root).lines():
+            say(line)
+        say(f"- load average: {os.getloadavg()}")
+        benches = {}
+        for i, src in enumerate(args.src):
+            os.environ["PYTHONPATH"] = src
+            benches[src] = Bench(root / f"b{i}", QUICK)
+            benches[src].start()
+        results: dict = collections.defaultdict(list)
+        for rep in range(args.repeat):
+            for size, partitions, acks in CASES:
+                for i, (src, bench) in enumerate(benches.items()):
+                    r = bench.produce_case(size, partitions, acks, args.records, tag=f"r{rep}s{i}",
+                                           prefault_first=False)
+                    results[(size, partitions, acks, src)].append(r)
+        rows = []
+        for size, partitions, acks in CASES:
+            row = [f"{size} B", partitions, "all" if acks < 0 else acks]
+            for src in args.src:
+                runs = results[(size, partitions, acks, src)]
+                row += [f"{median([r['broker_cpu_s_per_gb'] for r in runs]):.2f}",
+                        " / ".join(f"{r['broker_cpu_s_per_gb']:.2f}" for r in runs),
+                        f"{median([r['msgs_s'] for r in runs]):,.0f}",
+                        f"{median([r['broker_us_per_request'] for r in runs]):.0f}"]
+            rows.append(row)
+        headers = ["record", "partitions", "acks"]
+        for src in args.src:
+            headers += [f"CPU-s/GB ({src})", "each run", "msgs/s", "µs/request"]
+        say(table(headers, rows))
+        say(f"- load average after: {os.getloadavg()}")
+        for bench in benches.values():
+            bench.broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
