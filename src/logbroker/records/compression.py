@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import struct
 
-import cramjam
-
 from logbroker.errors import CorruptRecordError, UnsupportedCompressionTypeError
 
 NONE = 0
@@ -43,6 +41,15 @@ DEFAULT_LEVELS = {GZIP: 6, LZ4: 9, ZSTD: 3}
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)  # version 1, minimum compatible 1
 XERIAL_BLOCK_SIZE = 32 * 1024
+def _cramjam():
+    """The codecs, imported on first use: ~2.5 MiB that a broker needs only when it compresses or
+    decompresses a batch (compaction, LogAppendTime, dump-log), never on the produce and fetch
+    paths."""
+    import cramjam
+
+    return cramjam
+
+
 _INT32 = struct.Struct(">i")
 
 LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
@@ -80,7 +87,7 @@ def snappy_xerial_encode(data, block_size: int = XERIAL_BLOCK_SIZE) -> bytes:
     view = memoryview(data)
     parts = [XERIAL_HEADER]
     for start in range(0, len(view), block_size):
-        block = bytes(cramjam.snappy.compress_raw(view[start:start + block_size]))
+        block = bytes(_cramjam().snappy.compress_raw(view[start:start + block_size]))
         parts.append(_INT32.pack(len(block)))
         parts.append(block)
     return b"".join(parts)
@@ -90,7 +97,7 @@ def snappy_decode(data) -> bytes:
     """Decode xerial-framed or raw snappy."""
     view = memoryview(data)
     if len(view) < 16 or view[:8] != XERIAL_MAGIC:
-        return bytes(cramjam.snappy.decompress_raw(view))
+        return bytes(_cramjam().snappy.decompress_raw(view))
     out = bytearray()
     position = 0
     end = len(view)
@@ -106,7 +113,7 @@ def snappy_decode(data) -> bytes:
         if length < 0 or position + length > end:
             raise CorruptRecordError(
                 f"snappy (xerial) block length {length} at {position - 4} runs past the end ({end} bytes)")
-        out += cramjam.snappy.decompress_raw(view[position:position + length])
+        out += _cramjam().snappy.decompress_raw(view[position:position + length])
         position += length
     return bytes(out)
 
@@ -123,7 +130,7 @@ def lz4_kafka_encode(data, level: int = 9) -> bytes:
         options = {"mode": "default"}
     for start in range(0, len(view), LZ4_BLOCK_SIZE):
         chunk = view[start:start + LZ4_BLOCK_SIZE]
-        block = bytes(cramjam.lz4.compress_block(chunk, store_size=False, **options))
+        block = bytes(_cramjam().lz4.compress_block(chunk, store_size=False, **options))
         if len(block) >= len(chunk):  # incompressible: store it as is, flagged by the high bit
             parts.append(_UINT32_LE.pack(len(chunk) | _LZ4_UNCOMPRESSED_FLAG))
             parts.append(bytes(chunk))
@@ -144,12 +151,12 @@ def compress(codec: int | str, data, *, level: int | None = None) -> bytes:
     if level is None:
         level = DEFAULT_LEVELS.get(cid)
     if cid == GZIP:
-        return bytes(cramjam.gzip.compress(data, level=level))
+        return bytes(_cramjam().gzip.compress(data, level=level))
     if cid == SNAPPY:
         return snappy_xerial_encode(data)
     if cid == LZ4:
         return lz4_kafka_encode(data, level)
-    return bytes(cramjam.zstd.compress(data, level=level))
+    return bytes(_cramjam().zstd.compress(data, level=level))
 
 
 def decompress(codec: int | str, data) -> bytes:
@@ -159,13 +166,13 @@ def decompress(codec: int | str, data) -> bytes:
         return bytes(data)
     try:
         if cid == GZIP:
-            return bytes(cramjam.gzip.decompress(data))
+            return bytes(_cramjam().gzip.decompress(data))
         if cid == SNAPPY:
             return snappy_decode(data)
         if cid == LZ4:
-            return bytes(cramjam.lz4.decompress(data))
-        return bytes(cramjam.zstd.decompress(data))
+            return bytes(_cramjam().lz4.decompress(data))
+        return bytes(_cramjam().zstd.decompress(data))
     except CorruptRecordError:
         raise
-    except (cramjam.DecompressionError, ValueError, OSError) as e:
+    except (_cramjam().DecompressionError, ValueError, OSError) as e:
         raise CorruptRecordError(f"{CODEC_NAMES[cid]} records do not decompress: {e}") from None
