@@ -24,12 +24,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from kio.schema.write_txn_markers.v1.request import (
-    WritableTxnMarker,
-    WritableTxnMarkerTopic,
-    WriteTxnMarkersRequest,
-)
+if TYPE_CHECKING:  # the request's schema is imported when a broker first sends markers to another
+    from kio.schema.write_txn_markers.v1.request import WritableTxnMarker
 
 from logbroker.client import PLAINTEXT, BrokerConnections, ClientSecurity, ConnectionClosedError
 from logbroker.errors import KafkaError, UnknownServerError, error_for_code
@@ -136,6 +134,8 @@ class TransactionMarkerChannel:
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
+        from kio.schema.write_txn_markers.v1.request import WritableTxnMarker, WritableTxnMarkerTopic
+
         marker = WritableTxnMarker(
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
             topics=tuple(WritableTxnMarkerTopic(name=t, partition_indexes=tuple(ps)) for t, ps in by_topic.items()),
@@ -169,6 +169,8 @@ class TransactionMarkerChannel:
         connection = self._connections.get(leader)
         if connection is None:
             return [{} for _ in markers]
+        from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
+
         response = await connection.request(WriteTxnMarkersRequest(markers=tuple(markers)))
         results = []
         for marker in response.markers:

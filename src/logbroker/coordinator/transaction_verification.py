@@ -17,12 +17,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from kio.schema.add_partitions_to_txn.v4.request import (
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnTopic,
-    AddPartitionsToTxnTransaction,
-)
-
 from logbroker.client import PLAINTEXT, BrokerConnections, ClientSecurity, ConnectionClosedError
 from logbroker.errors import InvalidProducerEpochError, KafkaError, NotEnoughReplicasError, error_for_code
 from logbroker.types import TopicPartition
@@ -91,6 +85,12 @@ class TransactionVerifier:
         by_topic: dict[str, list[int]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
+        from kio.schema.add_partitions_to_txn.v4.request import (  # on first use: a cluster's
+            AddPartitionsToTxnRequest,  # transactions only, so a single broker never loads it
+            AddPartitionsToTxnTopic,
+            AddPartitionsToTxnTransaction,
+        )
+
         request = AddPartitionsToTxnRequest(transactions=(AddPartitionsToTxnTransaction(
             transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
             verify_only=True,
