@@ -276,10 +276,13 @@ class KafkaConnection(asyncio.Protocol):
         if self._muted_until == 0.0 and not self._reading_paused:
             self.transport.pause_reading()
         self._muted_until = until
-        loop.call_at(until, self._unmute)
+        loop.call_at(until, self._unmute, until)
 
-    def _unmute(self) -> None:
-        if self._muted_until == 0.0 or asyncio.get_running_loop().time() < self._muted_until:
+    def _unmute(self, until: float) -> None:
+        # Which mute this timer ends, by identity rather than by reading the clock: a loop may run
+        # a timer slightly before its time (asyncio within its clock resolution, uvloop rounds
+        # to milliseconds), and a timer that returned early would leave the connection muted.
+        if self._muted_until != until:
             return  # a later mute is running; its own timer ends it
         self._muted_until = 0.0
         if not self._reading_paused and self.transport is not None and not self.transport.is_closing():
