@@ -198,12 +198,7 @@ class ConsumerGroup(Group):
         return self.owners.get((topic_id, partition))
 
     def preferred_assignor(self) -> str | None:
-        """The server assignor most members ask for (Kafka's computePreferredServerAssignor)."""
-        votes: dict[str, int] = {}
-        for m in self.members.values():
-            if m.subscription.server_assignor:
-                votes[m.subscription.server_assignor] = votes.get(m.subscription.server_assignor, 0) + 1
-        return max(sorted(votes), key=votes.__getitem__) if votes else None
+        return preferred_assignor(m.subscription for m in self.members.values())
 
     # -- offsets (Kafka's ConsumerGroup.validateOffsetCommit and friends) ---------------------
     def validate_offset_commit(self, *, member_id: str, group_instance_id: str | None,
@@ -319,6 +314,16 @@ class ConsumerGroup(Group):
         records.append(CoordinatorRecord(PARTITION_METADATA, PARTITION_METADATA.Key(group_id=self.group_id), None))
         records.append(CoordinatorRecord(GROUP_METADATA, GROUP_METADATA.Key(group_id=self.group_id), None))
         return records
+
+
+def preferred_assignor(subscriptions: Iterable[MemberSubscription]) -> str | None:
+    """The server assignor most members ask for, None if none asks (Kafka's
+    computePreferredServerAssignor; ties go to the first name in order)."""
+    votes: dict[str, int] = {}
+    for s in subscriptions:
+        if s.server_assignor:
+            votes[s.server_assignor] = votes.get(s.server_assignor, 0) + 1
+    return max(sorted(votes), key=votes.__getitem__) if votes else None
 
 
 def _assignment(topic_partitions: Iterable) -> Assignment:

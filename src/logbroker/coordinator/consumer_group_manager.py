@@ -51,6 +51,7 @@ from logbroker.coordinator.consumer_group import (
     member_record,
     member_tombstones,
     partition_metadata_record,
+    preferred_assignor,
     target_member_record,
     target_metadata_record,
 )
@@ -231,12 +232,13 @@ class ConsumerGroupManager:
             log.info("[GroupId %s] Bumped group epoch to %d.", group_id, group_epoch)
 
         if group_epoch > group.assignment_epoch:
-            targets = self._target_assignment(group, subscriptions, metadata, group_epoch)
+            # The current targets, the replaced static member's under its successor's id.
+            previous = dict(group.target_assignment)
+            if replaced is not None:
+                previous[member.member_id] = previous.pop(replaced.member_id, {})
+            targets = self._target_assignment(group.group_id, subscriptions, metadata, previous, group_epoch)
             for mid, target in targets.items():
-                previous = group.target_assignment.get(mid)
-                if replaced is not None and mid == member.member_id:
-                    previous = group.target_assignment.get(replaced.member_id)
-                if target != previous:
+                if target != previous.get(mid):
                     records.append(target_member_record(group_id, mid, target))
             records.append(target_metadata_record(group_id, group_epoch))
             target_epoch, target = group_epoch, targets.get(member.member_id, {})
@@ -312,32 +314,29 @@ class ConsumerGroupManager:
             names.update(s.subscribed_topic_names)
             if s.subscribed_topic_regex:
                 patterns.add(compile_regex(s.subscribed_topic_regex))
-        topics = self.coordinator.store.topics()
-        if patterns:
-            names.update(name for name in topics if name not in INTERNAL_TOPICS
+        store = self.coordinator.store
+        if patterns:  # only a regular expression needs every topic's name
+            names.update(name for name in store.topics() if name not in INTERNAL_TOPICS
                          and any(p.fullmatch(name) for p in patterns))
         metadata = {}
         for name in names:
-            info = topics.get(name)
+            info = store.topic(name)
             if info is not None and info.num_partitions > 0:
                 metadata[name] = TopicMetadata(info.topic_id, name, info.num_partitions)
         return metadata
 
-    def _target_assignment(self, group: ConsumerGroup, subscriptions: dict[str, MemberSubscription],
-                           metadata: dict[str, TopicMetadata], group_epoch: int) -> dict[str, Assignment]:
-        votes: dict[str, int] = {}
-        for s in subscriptions.values():
-            if s.server_assignor:
-                votes[s.server_assignor] = votes.get(s.server_assignor, 0) + 1
-        name = max(sorted(votes), key=votes.__getitem__) if votes else self.default_assignor
-        by_id = {t.topic_id: t for t in metadata.values()}
-        specs = []
-        for mid, s in subscriptions.items():
-            topic_ids = frozenset(t.topic_id for t in metadata.values() if s.subscribes_to(t.name))
-            specs.append(MemberSpec(mid, topic_ids, group.target_assignment.get(mid, {}), s.rack_id))
-        targets = self.assignors[name].assign(specs, {t: m.num_partitions for t, m in by_id.items()})
+    def _target_assignment(self, group_id: str, subscriptions: dict[str, MemberSubscription],
+                           metadata: dict[str, TopicMetadata], previous: dict[str, Assignment],
+                           group_epoch: int) -> dict[str, Assignment]:
+        """Every member's new target, by the assignor most members ask for (else the default),
+        sticking to `previous` where it can."""
+        name = preferred_assignor(subscriptions.values()) or self.default_assignor
+        specs = [MemberSpec(mid, frozenset(t.topic_id for t in metadata.values() if s.subscribes_to(t.name)),
+                            previous.get(mid, {}), s.rack_id)
+                 for mid, s in subscriptions.items()]
+        targets = self.assignors[name].assign(specs, {t.topic_id: t.num_partitions for t in metadata.values()})
         log.info("[GroupId %s] Computed a new target assignment for epoch %d with '%s' assignor.",
-                 group.group_id, group_epoch, name)
+                 group_id, group_epoch, name)
         return targets
 
     # -- leaving and fencing --------------------------------------------------------------------
@@ -462,9 +461,10 @@ class ConsumerGroupManager:
         raise GroupIdNotFoundError(f"Group {group.group_id} is not a classic group.")
 
     def installed(self, group: ConsumerGroup) -> None:
+        """A loaded group: every member has a session to heartbeat in (and, if it was revoking,
+        its rebalance timeout) from now, as Kafka rearms them on load."""
         for member in group.members.values():
-            if member.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH or member.session_timer is None:
-                self._schedule_session_timeout(group, member)
+            self._schedule_session_timeout(group, member)
             self._schedule_rebalance_timeout(group, member)
 
     def unloaded(self, group: ConsumerGroup, error: KafkaError) -> None:
