@@ -31,7 +31,6 @@ import asyncio
 import dataclasses
 import functools
 import logging
-import re
 import uuid
 from collections.abc import Iterable
 
@@ -44,6 +43,7 @@ from logbroker.coordinator.consumer_group import (
     ConsumerGroupMember,
     MemberState,
     MemberSubscription,
+    RegexError,
     TopicMetadata,
     compile_regex,
     current_assignment_record,
@@ -157,7 +157,7 @@ class ConsumerGroupManager:
         if request.subscribed_topic_regex:
             try:
                 compile_regex(request.subscribed_topic_regex)
-            except re.error as exc:
+            except RegexError as exc:
                 raise InvalidRegularExpressionError(
                     f"SubscribedTopicRegex {request.subscribed_topic_regex!r} is not a valid regular "
                     f"expression: {exc}") from None
