@@ -187,3 +187,17 @@ def test_consumer_group_describe_of_a_classic_group_says_so(bootstrap):
         [described] = raw.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, group_ids=[g],
                                   include_authorized_operations=False).groups
         assert described.error_code == GROUP_ID_NOT_FOUND and "not a consumer group" in described.error_message
+
+
+def test_a_pathological_regex_is_matched_in_linear_time(bootstrap):
+    address, _ = bootstrap
+    long_name = "a" * 200
+    admin = AdminClient({"bootstrap.servers": address})
+    admin.create_topics([NewTopic(long_name, 1, 1)])[long_name].result()
+    with Raw(address, timeout_s=10) as raw:
+        # A backtracking engine takes 2^200 steps on this; RE2 (Kafka's RE2/J) does not backtrack.
+        joined = heartbeat(raw, group(), uuid.uuid4().hex, 0, topics=None, subscribed_topic_regex="(a+)+b")
+        assert joined.error_code == 0 and assigned(joined) == set()
+        # Lookarounds are not RE2 (nor RE2/J) syntax: refused as Kafka refuses them.
+        lookahead = heartbeat(raw, group(), uuid.uuid4().hex, 0, topics=None, subscribed_topic_regex="(?=a)a+")
+        assert lookahead.error_code == INVALID_REGULAR_EXPRESSION
