@@ -287,15 +287,7 @@ class ConsumerGroupManager:
                 request.member_id, existing.subscription,
                 dataclasses.replace(existing.assignment, member_epoch=0, previous_member_epoch=0))
             return replacement, existing
-        if request.instance_id is not None:
-            member = group.static_member(request.instance_id)
-            if member is None:
-                raise UnknownMemberIdError(f"Instance id {request.instance_id} is unknown.")
-            if member.member_id != request.member_id:
-                raise FencedInstanceIdError(f"Static member {request.member_id} with instance id "
-                                            f"{request.instance_id} was fenced by member {member.member_id}.")
-        else:
-            member = group.member(request.member_id)
+        member = _known_member(group, request)
         epoch = request.member_epoch
         if epoch > member.member_epoch or (epoch < member.member_epoch and not (
                 epoch == member.assignment.previous_member_epoch
@@ -341,15 +333,7 @@ class ConsumerGroupManager:
 
     # -- leaving and fencing --------------------------------------------------------------------
     async def _leave(self, group: ConsumerGroup, request: HeartbeatRequest) -> dict:
-        if request.instance_id is None:
-            member = group.member(request.member_id)
-        else:
-            member = group.static_member(request.instance_id)
-            if member is None:
-                raise UnknownMemberIdError(f"Instance id {request.instance_id} is unknown.")
-            if member.member_id != request.member_id:
-                raise FencedInstanceIdError(f"Static member {request.member_id} with instance id "
-                                            f"{request.instance_id} was fenced by member {member.member_id}.")
+        member = _known_member(group, request)
         if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             log.info("[GroupId %s] Static member %s with instance id %s temporarily left the consumer group.",
                      group.group_id, member.member_id, request.instance_id)
@@ -510,6 +494,20 @@ class ConsumerGroupManager:
         return {"error_code": 0, "group_id": group_id, "group_state": group.state_name,
                 "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
                 "assignor_name": group.preferred_assignor() or self.default_assignor, "members": members}
+
+
+def _known_member(group: ConsumerGroup, request: HeartbeatRequest) -> ConsumerGroupMember:
+    """The member a heartbeat of a member already in the group names: by its instance id if it
+    has one (FENCED_INSTANCE_ID when another member holds it), else by its member id."""
+    if request.instance_id is None:
+        return group.member(request.member_id)
+    member = group.static_member(request.instance_id)
+    if member is None:
+        raise UnknownMemberIdError(f"Instance id {request.instance_id} is unknown.")
+    if member.member_id != request.member_id:
+        raise FencedInstanceIdError(f"Static member {request.member_id} with instance id "
+                                    f"{request.instance_id} was fenced by member {member.member_id}.")
+    return member
 
 
 def _updated(subscription: MemberSubscription, request: HeartbeatRequest) -> MemberSubscription:
