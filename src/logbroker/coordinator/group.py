@@ -5,7 +5,8 @@ A group id names one group of one type at a time, all of them kept by the coordi
 
 - classic: the JoinGroup / SyncGroup protocol, assignment by the group's leader
   (coordinator/classic_group.py, coordinator/classic_group_manager.py);
-- consumer: KIP-848, ConsumerGroupHeartbeat, assignment by the coordinator;
+- consumer: KIP-848, ConsumerGroupHeartbeat, assignment by the coordinator
+  (coordinator/consumer_group.py, coordinator/consumer_group_manager.py);
 - share: KIP-932 share groups.
 
 Committed offsets belong to the group whatever its type (OffsetCommit and OffsetFetch work the
@@ -20,8 +21,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Protocol
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from logbroker.coordinator.offsets_schema import OffsetAndMetadata
 from logbroker.errors import KafkaError
