@@ -249,6 +249,10 @@ class KafkaConfig:
     group_initial_rebalance_delay_ms: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
+    group_consumer_session_timeout_ms: int
+    group_consumer_heartbeat_interval_ms: int
+    group_consumer_assignors: list[str]
+    group_consumer_max_size: int
     # Transactions and producer ids
     transaction_state_log_num_partitions: int
     transaction_state_log_replication_factor: int

@@ -20,6 +20,7 @@ MODULES = (
     "controlled_shutdown", "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "txn_offset_commit",
     "describe_transactions", "list_transactions", "write_txn_markers", "describe_producers",
     "describe_client_quotas", "alter_client_quotas",
+    "consumer_group_heartbeat", "consumer_group_describe",
 )
 
 
