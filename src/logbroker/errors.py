@@ -128,6 +128,14 @@ TransactionalIdNotFoundError = _error("TRANSACTIONAL_ID_NOT_FOUND", 105)
 FetchSessionTopicIdError = _error("FETCH_SESSION_TOPIC_ID_ERROR", 106, retriable=True)
 IneligibleReplicaError = _error("INELIGIBLE_REPLICA", 107)
 NewLeaderElectedError = _error("NEW_LEADER_ELECTED", 108)
+# KIP-932 share groups (and the member-epoch errors their heartbeat shares with KIP-848).
+FencedMemberEpochError = _error("FENCED_MEMBER_EPOCH", 110)
+StaleMemberEpochError = _error("STALE_MEMBER_EPOCH", 113)
+InvalidRecordStateError = _error("INVALID_RECORD_STATE", 121)
+ShareSessionNotFoundError = _error("SHARE_SESSION_NOT_FOUND", 122, retriable=True)
+InvalidShareSessionEpochError = _error("INVALID_SHARE_SESSION_EPOCH", 123, retriable=True)
+FencedStateEpochError = _error("FENCED_STATE_EPOCH", 124)
+ShareSessionLimitReachedError = _error("SHARE_SESSION_LIMIT_REACHED", 133, retriable=True)
 
 # Aliases under the names the design uses; the classes above stay the single source of codes.
 CorruptRecordError = CorruptMessageError

@@ -1,0 +1,51 @@
+"""Assembling KIP-932 share groups into a broker: which object serves which part.
+
+- ShareCoordinator (coordinator/share_coordinator.py): share-partition state in
+  `__share_group_state`, for the keys whose state partition this broker leads.
+- SharePersister: the way a share-partition leader reaches that state, locally or by RPC.
+- ShareGroupCoordinator (coordinator/share_group.py): membership of the share groups whose
+  `__consumer_offsets` partition this broker leads.
+- SharePartitionManager: ShareFetch / ShareAcknowledge on the partitions this broker leads.
+"""
+
+from __future__ import annotations
+
+from logbroker.client import PLAINTEXT
+from logbroker.coordinator.share_coordinator import ShareCoordinator
+from logbroker.coordinator.share_group import ShareGroupCoordinator
+from logbroker.coordinator.share_partition_manager import SharePartitionManager
+from logbroker.coordinator.share_persister import SharePersister
+
+DEFAULT_AUTO_OFFSET_RESET = "latest"
+
+
+def start_share_groups(broker) -> None:
+    live_brokers = (lambda: len(broker.store.brokers())) if broker.zk is not None else None
+    broker.share_coordinator = ShareCoordinator(
+        config=broker.config, replica_manager=broker.replica_manager, store=broker.store,
+        create_topic=broker.create_topic, clock=broker.clock, live_brokers=live_brokers)
+    broker.share_coordinator.load()
+    broker.share_persister = SharePersister(
+        broker_id=broker.broker_id, coordinator=broker.share_coordinator, endpoint=broker._broker_address,
+        security=broker.inter_broker_security or PLAINTEXT, request_timeout_ms=broker.config.request_timeout_ms)
+    manager = broker.share_partition_manager = SharePartitionManager(
+        config=broker.config, replica_manager=broker.replica_manager, persister=broker.share_persister,
+        clock=broker.clock, topic_id_of=lambda topic: broker.store.topic(topic).topic_id,
+        auto_offset_reset=lambda group_id: auto_offset_reset(broker, group_id))
+    broker.replica_manager.leadership_listeners.append(manager.on_leadership_change)
+
+    def partitions_of(topic: str) -> list[int] | None:
+        info = broker.store.topic(topic)
+        return sorted(info.assignment) if info is not None else None
+
+    broker.share_groups = ShareGroupCoordinator(
+        config=broker.config, clock=broker.clock, partitions_of=partitions_of,
+        classic_group_exists=lambda group_id: group_id in broker.group_coordinator.groups,
+        on_member_removed=manager.on_member_removed)
+
+
+def auto_offset_reset(broker, group_id: str) -> str:
+    """The group's share.auto.offset.reset (a group config), `latest` by default, as Kafka."""
+    configs = getattr(broker, "group_configs", None)
+    value = configs.get(group_id, {}).get("share.auto.offset.reset") if configs is not None else None
+    return value or DEFAULT_AUTO_OFFSET_RESET
