@@ -72,18 +72,20 @@ def next_epoch(epoch: int) -> int:
 
 class SharePartitionManager:
     def __init__(self, *, config, replica_manager, persister: SharePersister, clock: Clock,
-                 topic_id_of: Callable[[str], object], auto_offset_reset: Callable[[str], str]) -> None:
-        """`auto_offset_reset(group_id)` is the group's share.auto.offset.reset."""
+                 topic_id_of: Callable[[str], object], group_config: Callable[[str, str], str]) -> None:
+        """`group_config(group_id, key)` is the group's value of a group config (Kafka's
+        share.auto.offset.reset, share.record.lock.duration.ms, share.isolation.level)."""
         self.config = config
         self.replica_manager = replica_manager
         self.persister = persister
         self.clock = clock
         self._topic_id_of = topic_id_of
-        self._auto_offset_reset = auto_offset_reset
+        self._group_config = group_config
         self.share_partitions: dict[tuple[str, TopicPartition], SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self._loading: dict[tuple[str, TopicPartition], asyncio.Future] = {}
         self._timers: dict[tuple[str, TopicPartition], asyncio.TimerHandle] = {}
+        self._read_committed: dict[tuple[str, TopicPartition], bool] = {}
         self._background: set[asyncio.Task] = set()
 
     # -- share sessions -----------------------------------------------------------------------
@@ -164,7 +166,7 @@ class SharePartitionManager:
         key = self.key_of(group_id, tp)
         snapshot = await self.persister.read(key)
         if snapshot is None or snapshot.start_offset < 0:
-            reset = self._auto_offset_reset(group_id)
+            reset = self._group_config(group_id, "share.auto.offset.reset")
             start = partition.log.log_start_offset if reset == "earliest" else partition.high_watermark
             snapshot = ShareSnapshot(0, 0, partition.leader_epoch, start)
             await self.persister.write(key, snapshot)
@@ -172,12 +174,15 @@ class SharePartitionManager:
                      group_id, tp, start, reset)
         else:
             log.info("Loaded share-partition %s-%s at start offset %d", group_id, tp, snapshot.start_offset)
-        return SharePartition(
+        sp = SharePartition(
             group_id=group_id, tp=tp, start_offset=max(snapshot.start_offset, partition.log.log_start_offset),
             state_batches=list(snapshot.state_batches), state_epoch=snapshot.state_epoch,
             delivery_count_limit=self.config.group_share_delivery_count_limit,
             max_in_flight_records=self.config.group_share_partition_max_record_locks,
-            lock_duration_ms=self.config.group_share_record_lock_duration_ms, clock=self.clock)
+            lock_duration_ms=int(self._group_config(group_id, "share.record.lock.duration.ms")), clock=self.clock)
+        self._read_committed[(group_id, tp)] = \
+            self._group_config(group_id, "share.isolation.level") == "read_committed"
+        return sp
 
     async def persist(self, sp: SharePartition) -> None:
         """Write the share-partition's state; returns once the share coordinator has it."""
@@ -297,10 +302,12 @@ class SharePartitionManager:
                            ) -> AcquiredPartition:
         partition = self.replica_manager.leader_partition(sp.tp)
         offset = sp.next_fetch_offset()
-        if offset >= partition.high_watermark:
+        read_committed = self._read_committed.get((sp.group_id, sp.tp), False)
+        if offset >= (partition.last_stable_offset if read_committed else partition.high_watermark):
             return AcquiredPartition()
         info = partition.read_records(offset, max_bytes=max_bytes, current_leader_epoch=-1,
-                                      fetch_only_committed=True, min_one_message=True)
+                                      fetch_only_committed=True, min_one_message=True,
+                                      read_committed=read_committed)
         region = info.region
         if region is None or region.size == 0:
             return AcquiredPartition()

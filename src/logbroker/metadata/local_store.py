@@ -4,7 +4,8 @@ The embedded default keeps what a cluster keeps in ZooKeeper — the cluster id,
 ids, assignments and config overrides, partition states, the producer-id block, SCRAM credentials
 (under "users", each user's map as Kafka keeps it in /config/users/<name>:
 `{"SCRAM-SHA-256": "salt=…,stored_key=…,server_key=…,iterations=4096"}`), ACLs (under "acls",
-one entry per resource pattern with its entries in the JSON of Kafka's /kafka-acl znodes) — in
+one entry per resource pattern with its entries in the JSON of Kafka's /kafka-acl znodes), group
+config overrides (under "groups") — in
 `<log.dir>/logbroker-metadata.json`. Every change rewrites the file atomically (write a temp file,
 fsync, rename), so after a crash the file is either the old or the new version, never a mix.
 Blocking file I/O; changes are rare (topic admin), so callers may run it on the event loop.
@@ -38,6 +39,7 @@ class LocalMetadataStore:
         self._next_producer_id = 0
         self._users: dict[str, dict[str, str]] = {}
         self._acls: dict[ResourcePattern, frozenset] = {}
+        self._group_configs: dict[str, dict[str, str]] = {}
         self.cluster_id = ""
         if self.path.exists():
             self._load()
@@ -139,6 +141,18 @@ class LocalMetadataStore:
         self._save()
         return written
 
+    # -- group configs (Kafka 4's GROUP config resources) ---------------------------------------
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        return dict(self._group_configs.get(group_id, {}))
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        """Replace a group's config overrides (none left: the entry goes)."""
+        if configs:
+            self._group_configs[group_id] = dict(configs)
+        else:
+            self._group_configs.pop(group_id, None)
+        self._save()
+
     # -- persistence --------------------------------------------------------------------------
     def _require(self, name: str) -> TopicInfo:
         info = self._topics.get(name)
@@ -154,6 +168,7 @@ class LocalMetadataStore:
             self._users = {user: dict(m) for user, m in data.get("users", {}).items()}
             self._acls = {pattern_from_key(key): decode_acls(acls)
                           for key, acls in data.get("acls", {}).items()}
+            self._group_configs = {group: dict(c) for group, c in data.get("groups", {}).items()}
             for name, t in data["topics"].items():
                 info = TopicInfo(name, topic_id_from_str(t["topic_id"]),
                                  {int(p): tuple(r) for p, r in t["partitions"].items()}, dict(t["configs"]))
@@ -183,6 +198,7 @@ class LocalMetadataStore:
                 for tp, s in sorted(self._states.items())},
             "users": {user: dict(sorted(m.items())) for user, m in sorted(self._users.items())},
             "acls": {pattern_key(p): encode_acls(e) for p, e in sorted(self._acls.items())},
+            "groups": {group: dict(sorted(c.items())) for group, c in sorted(self._group_configs.items())},
         }
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w") as f:

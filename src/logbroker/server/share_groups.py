@@ -15,9 +15,7 @@ from logbroker.coordinator.share_coordinator import ShareCoordinator
 from logbroker.coordinator.share_group import ShareGroupCoordinator
 from logbroker.coordinator.share_partition_manager import SharePartitionManager
 from logbroker.coordinator.share_persister import SharePersister
-
-DEFAULT_AUTO_OFFSET_RESET = "latest"
-
+from logbroker.server import group_configs
 
 def start_share_groups(broker) -> None:
     live_brokers = (lambda: len(broker.store.brokers())) if broker.zk is not None else None
@@ -31,7 +29,7 @@ def start_share_groups(broker) -> None:
     manager = broker.share_partition_manager = SharePartitionManager(
         config=broker.config, replica_manager=broker.replica_manager, persister=broker.share_persister,
         clock=broker.clock, topic_id_of=lambda topic: broker.store.topic(topic).topic_id,
-        auto_offset_reset=lambda group_id: auto_offset_reset(broker, group_id))
+        group_config=lambda group_id, key: group_configs.effective(broker, group_id, key))
     broker.replica_manager.leadership_listeners.append(manager.on_leadership_change)
 
     def partitions_of(topic: str) -> list[int] | None:
@@ -42,10 +40,3 @@ def start_share_groups(broker) -> None:
         config=broker.config, clock=broker.clock, partitions_of=partitions_of,
         classic_group_exists=lambda group_id: group_id in broker.group_coordinator.groups,
         on_member_removed=manager.on_member_removed)
-
-
-def auto_offset_reset(broker, group_id: str) -> str:
-    """The group's share.auto.offset.reset (a group config), `latest` by default, as Kafka."""
-    configs = getattr(broker, "group_configs", None)
-    value = configs.get(group_id, {}).get("share.auto.offset.reset") if configs is not None else None
-    return value or DEFAULT_AUTO_OFFSET_RESET
