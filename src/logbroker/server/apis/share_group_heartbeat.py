@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from logbroker.errors import KafkaError
 from logbroker.security.acl import AclOperation
+from logbroker.server.apis._groups import client_host
 from logbroker.server.authorization import require_group
 
 API_KEY = 76
@@ -21,7 +22,7 @@ def handle(broker, request) -> dict:
         result = broker.share_groups.heartbeat(
             group_id=body.group_id, member_id=body.member_id, member_epoch=body.member_epoch,
             rack_id=body.rack_id, subscribed_topic_names=body.subscribed_topic_names,
-            client_id=request.client_id or "", client_host=_host(request))
+            client_id=request.client_id or "", client_host=client_host(request))
     except KafkaError as exc:
         return {"error_code": exc.code, "error_message": str(exc) or None, "member_id": body.member_id or None,
                 "member_epoch": -1, "heartbeat_interval": 0, "assignment": None}
@@ -36,7 +37,3 @@ def handle(broker, request) -> dict:
     return {"error_code": 0, "member_id": result.member_id, "member_epoch": result.member_epoch,
             "heartbeat_interval": result.heartbeat_interval_ms, "assignment": assignment}
 
-
-def _host(request) -> str:
-    peer = getattr(request.connection, "peer", None)
-    return f"/{peer[0]}" if isinstance(peer, tuple) else str(peer or "")
