@@ -34,6 +34,7 @@ from logbroker.coordinator.share_partition import AcquiredRecords, SharePartitio
 from logbroker.coordinator.share_persister import SharePersister
 from logbroker.coordinator.share_state_log import SharePartitionKey, ShareSnapshot
 from logbroker.errors import (
+    FencedStateEpochError,
     InvalidRequestError,
     InvalidShareSessionEpochError,
     KafkaError,
@@ -122,13 +123,19 @@ class SharePartitionManager:
             self._release_member(session.group_id, tp, session.member_id)
 
     def on_member_removed(self, group_id: str, member_id: str) -> None:
-        """The member left its share group (or timed out): close its session, free its records."""
-        session = self.sessions.pop((group_id, member_id), None)
-        if session is not None:
-            self._close(session)
-        for (g, tp), sp in list(self.share_partitions.items()):
-            if g == group_id:
-                self._release_member(group_id, tp, member_id)
+        """The member left its share group (or timed out). A leaving client still sends its last
+        acknowledgements (ShareAcknowledge, epoch -1) after its leave heartbeat, so its session
+        and records stay for one acquisition-lock period; then the session is closed and what it
+        still holds is released."""
+        session = self.sessions.get((group_id, member_id))
+        if session is None:
+            return
+
+        def close_if_left_open() -> None:
+            if self.sessions.get((group_id, member_id)) is session:
+                self.close_session(session)
+        grace_s = self.config.group_share_record_lock_duration_ms / 1000
+        asyncio.get_running_loop().call_later(grace_s, close_if_left_open)
 
     def _release_member(self, group_id: str, tp: TopicPartition, member_id: str) -> None:
         sp = self.share_partitions.get((group_id, tp))
@@ -185,11 +192,17 @@ class SharePartitionManager:
         return sp
 
     async def persist(self, sp: SharePartition) -> None:
-        """Write the share-partition's state; returns once the share coordinator has it."""
+        """Write the share-partition's state; returns once the share coordinator has it. A state
+        fenced by a newer epoch (its offsets were altered) is dropped and reloaded on next use."""
         partition = self.replica_manager.partitions.get(sp.tp)
         leader_epoch = partition.leader_epoch if partition is not None else -1
-        await self.persister.write(self.key_of(sp.group_id, sp.tp), ShareSnapshot(
-            0, sp.state_epoch, leader_epoch, sp.start_offset, tuple(sp.state_batches())))
+        try:
+            await self.persister.write(self.key_of(sp.group_id, sp.tp), ShareSnapshot(
+                0, sp.state_epoch, leader_epoch, sp.start_offset, tuple(sp.state_batches())))
+        except FencedStateEpochError:
+            if self.share_partitions.get((sp.group_id, sp.tp)) is sp:
+                self.drop(sp.group_id, sp.tp)
+            raise
 
     def _state_changed(self, sp: SharePartition) -> None:
         """Records became available again: persist in the background (the delivery counts) and
@@ -334,18 +347,16 @@ class SharePartitionManager:
         from the share coordinator)."""
         if partition is not None and partition.is_leader:
             return
-        for key in [k for k in self.share_partitions if k[1] == tp]:
-            del self.share_partitions[key]
-            timer = self._timers.pop(key, None)
-            if timer is not None:
-                timer.cancel()
+        for group_id, _ in [k for k in self.share_partitions if k[1] == tp]:
+            self.drop(group_id, tp)
 
-    def drop_group(self, group_id: str) -> None:
-        for key in [k for k in self.share_partitions if k[0] == group_id]:
-            del self.share_partitions[key]
-            timer = self._timers.pop(key, None)
-            if timer is not None:
-                timer.cancel()
+    def drop(self, group_id: str, tp: TopicPartition) -> None:
+        """Forget a share-partition held here (its state was altered or deleted): the next fetch
+        loads it again."""
+        self.share_partitions.pop((group_id, tp), None)
+        timer = self._timers.pop((group_id, tp), None)
+        if timer is not None:
+            timer.cancel()
 
     def shutdown(self) -> None:
         for timer in self._timers.values():

@@ -3,7 +3,7 @@
 Kafka's DefaultStatePersister. The state of a share-partition is kept by the share coordinator
 of its key (the leader of its `__share_group_state` partition). When that is this broker the
 call is direct (ShareCoordinator); otherwise it is a ReadShareGroupState v0 / WriteShareGroupState
-v1 request over the inter-broker listener. Errors come back as KafkaErrors: NOT_COORDINATOR,
+v1 / DeleteShareGroupState v0 request over the inter-broker listener. Errors come back as KafkaErrors: NOT_COORDINATOR,
 COORDINATOR_NOT_AVAILABLE and COORDINATOR_LOAD_IN_PROGRESS are retriable for the caller (the
 share-partition answers the client's fetch or acknowledgement with the error, the client
 retries), FENCED_STATE_EPOCH is not.
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kio.schema.delete_share_group_state.v0.request import DeleteShareGroupStateRequest, DeleteStateData
+from kio.schema.delete_share_group_state.v0.request import PartitionData as DeletePartition
 from kio.schema.read_share_group_state.v0.request import PartitionData as ReadPartition
 from kio.schema.read_share_group_state.v0.request import ReadShareGroupStateRequest, ReadStateData
 from kio.schema.write_share_group_state.v1.request import PartitionData as WritePartition
@@ -76,6 +78,18 @@ class SharePersister:
                 state_batches=tuple(WireStateBatch(first_offset=i64(b.first_offset), last_offset=i64(b.last_offset),
                                                    delivery_state=i8(b.state), delivery_count=i16(b.delivery_count))
                                     for b in snapshot.state_batches)),)),))
+        response = await self._call(leader, request)
+        result = response.results[0].partitions[0]
+        if (error := error_for_code(result.error_code, result.error_message or "")) is not None:
+            raise error
+
+    async def delete(self, key: SharePartitionKey) -> None:
+        leader = self._remote_leader(key)
+        if leader is None:
+            await self.coordinator.delete_state(key)
+            return
+        request = DeleteShareGroupStateRequest(group_id=key.group_id, topics=(DeleteStateData(
+            topic_id=key.topic_id, partitions=(DeletePartition(partition=i32(key.partition)),)),))
         response = await self._call(leader, request)
         result = response.results[0].partitions[0]
         if (error := error_for_code(result.error_code, result.error_message or "")) is not None:

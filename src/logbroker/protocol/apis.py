@@ -184,6 +184,10 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.SHARE_ACKNOWLEDGE, 1, 2, 0),
     ApiSpec(ApiKey.READ_SHARE_GROUP_STATE, 0, 0, 0),  # inter-broker: the share persister
     ApiSpec(ApiKey.WRITE_SHARE_GROUP_STATE, 0, 1, 0),
+    ApiSpec(ApiKey.DELETE_SHARE_GROUP_STATE, 0, 0, 0),
+    ApiSpec(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, 0),
+    ApiSpec(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, 0),
+    ApiSpec(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, 0),
     ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, controlled_shutdown.MIN_VERSION, controlled_shutdown.MAX_VERSION,
             controlled_shutdown.FLEXIBLE_FROM),  # inter-broker, ZooKeeper mode; not in kio (Kafka 4)
 )

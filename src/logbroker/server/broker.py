@@ -70,6 +70,7 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.share_coordinator = self.share_groups = self.share_partition_manager = self.share_persister = None
+        self.share_group_offsets = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.transaction_verifier: TransactionVerifier | None = None
         self.server: KafkaServer | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from logbroker.client import PLAINTEXT
 from logbroker.coordinator.share_coordinator import ShareCoordinator
 from logbroker.coordinator.share_group import ShareGroupCoordinator
+from logbroker.coordinator.share_group_offsets import ShareGroupOffsets
 from logbroker.coordinator.share_partition_manager import SharePartitionManager
 from logbroker.coordinator.share_persister import SharePersister
 from logbroker.server import group_configs
@@ -40,3 +41,6 @@ def start_share_groups(broker) -> None:
         config=broker.config, clock=broker.clock, partitions_of=partitions_of,
         classic_group_exists=lambda group_id: group_id in broker.group_coordinator.groups,
         on_member_removed=manager.on_member_removed)
+    broker.share_group_offsets = ShareGroupOffsets(
+        share_groups=broker.share_groups, manager=manager, store=broker.store,
+        classic_group_exists=lambda group_id: group_id in broker.group_coordinator.groups)
