@@ -1,7 +1,7 @@
 """ListGroups (api key 16), v0-5: the groups this broker coordinates.
 
-v3+ adds each group's state, v4 a states filter (matched case-insensitively), v5 a types filter
-("classic" groups, and KIP-932 "share" groups with protocol type "share", as Kafka lists them).
+v3+ adds each group's state, v4 a states filter, v5 a types filter and each group's type
+("classic", "consumer", "share"); both filters match case-insensitively, as Kafka's.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ def handle(broker, request) -> dict:
     body = request.body
     states = {s.lower() for s in getattr(body, "states_filter", ())}
     types = {t.lower() for t in getattr(body, "types_filter", ())}
-    groups = [] if types and "classic" not in types else [
-        {"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state.value,
-         "group_type": "classic"}
-        for g in broker.group_coordinator.owned_groups() if not states or g.state.value.lower() in states]
+    groups = [{"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state_name,
+               "group_type": g.group_type.value}
+              for g in broker.group_coordinator.owned_groups()
+              if (not states or g.state_name.lower() in states) and (not types or g.group_type.value in types)]
     if (not types or "share" in types) and broker.share_groups is not None:
         groups += [{"group_id": g.group_id, "protocol_type": "share", "group_state": g.state, "group_type": "share"}
                    for g in broker.share_groups.groups.values() if not states or g.state.lower() in states]
