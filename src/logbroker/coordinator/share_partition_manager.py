@@ -34,10 +34,14 @@ from logbroker.coordinator.share_partition import AcquiredRecords, SharePartitio
 from logbroker.coordinator.share_persister import SharePersister
 from logbroker.coordinator.share_state_log import SharePartitionKey, ShareSnapshot
 from logbroker.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
     FencedStateEpochError,
     InvalidRequestError,
     InvalidShareSessionEpochError,
     KafkaError,
+    NotCoordinatorError,
+    RequestTimedOutError,
     ShareSessionNotFoundError,
 )
 from logbroker.records.record_batch import iter_batches
@@ -271,11 +275,22 @@ class SharePartitionManager:
         """Acquire records of `partitions` for the member; waits up to `max_wait_ms` for some."""
         ready: dict[TopicPartition, SharePartition] = {}
         errors: dict[TopicPartition, AcquiredPartition] = {}
+        initializing = False
         for tp in partitions:
             try:
                 ready[tp] = await self.share_partition(group_id, tp)
+            except (CoordinatorNotAvailableError, NotCoordinatorError, CoordinatorLoadInProgressError,
+                    RequestTimedOutError) as exc:
+                # The share coordinator is moving or loading: the share-partition is still
+                # initializing, which a fetch sees as no records yet (clients take these
+                # coordinator errors as fatal on a fetch).
+                log.info("Share-partition %s-%s is not initialized yet: %s", group_id, tp, exc)
+                initializing = True
             except KafkaError as exc:
                 errors[tp] = AcquiredPartition(error=exc)
+        if initializing and not ready and not errors:
+            await asyncio.sleep(min(max_wait_ms, 500) / 1000)
+            return {}
 
         def try_acquire() -> dict[TopicPartition, AcquiredPartition] | None:
             results = self._acquire_now(member_id, ready, max_bytes=max_bytes, max_records=max_records)
