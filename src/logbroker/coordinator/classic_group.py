@@ -31,6 +31,7 @@ from logbroker.coordinator.offsets_schema import (
     OffsetAndMetadata,
     decode_group_metadata_value,
     decode_key,
+    encode_group_metadata_key,
     subscribed_topics,
 )
 from logbroker.errors import (
@@ -256,6 +257,9 @@ class ClassicGroup(Group):
     def validate_delete_group(self) -> None:
         if not self.is_(ClassicGroupState.EMPTY):
             raise NonEmptyGroupError(f"group {self.group_id} is not empty")
+
+    def tombstones(self) -> list[tuple[bytes, None]]:
+        return [(encode_group_metadata_key(self.group_id), None)]
 
     def offset_expiration_base(self) -> Callable[[OffsetAndMetadata], int] | None:
         """An Empty group's offsets count from when it became Empty (from their commit if it

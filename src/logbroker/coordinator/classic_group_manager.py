@@ -26,6 +26,7 @@ import logging
 import uuid
 
 from logbroker.coordinator.classic_group import ClassicGroup, ClassicGroupMember, ClassicGroupState
+from logbroker.coordinator.group import Group, GroupType
 from logbroker.coordinator.offsets_schema import (
     GroupMetadataRecord,
     MemberRecord,
@@ -84,6 +85,8 @@ class ClassicGroupManager:
         if rebalance_timeout_ms < 0:
             rebalance_timeout_ms = session_timeout_ms
         group = self.coordinator.groups.get(group_id)
+        if group is not None and not isinstance(group, ClassicGroup):
+            group = await self._take_over(group)
         if group is None:
             if member_id:
                 raise UnknownMemberIdError(f"group {group_id} does not exist")
@@ -128,6 +131,34 @@ class ClassicGroupManager:
             return await self._update_member_and_rebalance(group, member, **kw)
         self.schedule_heartbeat(group, member)
         return self._join_response(group, member, as_leader=False)
+
+    async def _take_over(self, group: Group) -> ClassicGroup:
+        """A classic JoinGroup for a group of another type: an empty consumer group is deleted
+        (its records tombstoned, its offsets kept) and becomes a classic group, as Kafka converts
+        it; one with members refuses the member."""
+        def refuse() -> None:
+            if group.group_type is not GroupType.CONSUMER or not group.is_empty:
+                raise InconsistentGroupProtocolError(
+                    f"Group {group.group_id} is a {group.group_type.value} group with members; a classic "
+                    "member cannot join it")
+        refuse()
+        async with group.lock:
+            if self.coordinator.groups.get(group.group_id) is not group:
+                raise CoordinatorNotAvailableError(f"group {group.group_id} changed meanwhile; retry")
+            refuse()
+            await self.coordinator.append(group.group_id, group.tombstones(), for_offsets=False)
+            self.coordinator.remove_group(group)
+        classic = ClassicGroup(group.group_id, current_state_timestamp_ms=self._now(), offsets=group.offsets,
+                               pending_txn_offsets=group.pending_txn_offsets)
+        self.coordinator.groups[group.group_id] = classic
+        log.info("Converted empty %s group %s to a classic group", group.group_type.value, group.group_id)
+        return classic
+
+    def _classic(self, group_id: str) -> ClassicGroup | None:
+        """The classic group `group_id`; None if there is none (a group of another type has no
+        classic members)."""
+        group = self.coordinator.groups.get(group_id)
+        return group if isinstance(group, ClassicGroup) else None
 
     def _is_fenced(self, group: ClassicGroup, member_id: str, group_instance_id: str | None) -> bool:
         mapped = group.static_member_id(group_instance_id)
@@ -334,7 +365,7 @@ class ClassicGroupManager:
                     generation_id: int) -> tuple[ClassicGroup, ClassicGroupMember]:
         """The checks SyncGroup, Heartbeat and OffsetCommit share, in Kafka's order."""
         self.coordinator.check_group(group_id)
-        group = self.coordinator.groups.get(group_id)
+        group = self._classic(group_id)
         if group is None:
             raise UnknownMemberIdError(f"group {group_id} does not exist")
         if group.is_(DEAD):
@@ -415,7 +446,7 @@ class ClassicGroupManager:
     def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> list[KafkaError | None]:
         """Remove each (member id, group instance id); one result per member, None for success."""
         self.coordinator.check_group(group_id)
-        group = self.coordinator.groups.get(group_id)
+        group = self._classic(group_id)
         if group is None:
             return [UnknownMemberIdError(f"group {group_id} does not exist") for _ in leaving]
         if group.is_(DEAD):

@@ -93,6 +93,10 @@ class Group:
         spares; None when they cannot be known (then neither touches any)."""
         return set()
 
+    def tombstones(self) -> list[tuple[bytes, None]]:
+        """Tombstones for every record of the group but its offsets: what deletes it."""
+        raise NotImplementedError
+
     def offset_expiration_base(self) -> Callable[[OffsetAndMetadata], int] | None:
         """Kafka's offsetExpirationCondition: from when a committed offset counts towards
         offsets.retention.minutes (KIP-211); None while the group's offsets may not expire."""

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable
 from logbroker.clock import Clock
 from logbroker.coordinator.classic_group import ClassicGroupRecords
 from logbroker.coordinator.classic_group_manager import ClassicGroupManager
+from logbroker.coordinator.consumer_group import ConsumerGroupRecords
+from logbroker.coordinator.consumer_group_manager import ConsumerGroupManager, HeartbeatRequest
 from logbroker.coordinator.group import Group, GroupType, GroupTypeManager
 from logbroker.coordinator.group_loader import GroupLoader
 from logbroker.coordinator.offset_metadata_manager import OffsetMetadataManager
@@ -34,7 +36,6 @@ from logbroker.coordinator.offsets_log import COMMIT_TIMEOUT_MS, build_records, 
 from logbroker.coordinator.offsets_schema import (
     OFFSETS_TOPIC,
     OffsetAndMetadata,
-    encode_group_metadata_key,
     encode_offset_commit_key,
     partition_for,
 )
@@ -66,9 +67,11 @@ class GroupCoordinator:
         self.clock = clock
         self.groups: dict[str, Group] = {}
         self.loader = GroupLoader(install=self._install_groups, unload=self._unload_groups, clock=clock,
-                                  record_types=(ClassicGroupRecords,))
+                                  record_types=(ClassicGroupRecords, ConsumerGroupRecords))
         self.classic = ClassicGroupManager(self)
-        self.managers: dict[GroupType, GroupTypeManager] = {GroupType.CLASSIC: self.classic}
+        self.consumer = ConsumerGroupManager(self)
+        self.managers: dict[GroupType, GroupTypeManager] = {GroupType.CLASSIC: self.classic,
+                                                             GroupType.CONSUMER: self.consumer}
         self.offsets = OffsetMetadataManager(self)
 
     # -- where groups live ----------------------------------------------------------------------
@@ -141,13 +144,21 @@ class GroupCoordinator:
     def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> list[KafkaError | None]:
         return self.classic.leave_group(group_id, leaving)
 
+    # -- consumer groups (KIP-848) -----------------------------------------------------------------
+    async def consumer_group_heartbeat(self, request: HeartbeatRequest, *, api_version: int) -> dict:
+        return await self.consumer.heartbeat(request, api_version=api_version)
+
+    def consumer_group_describe(self, group_id: str) -> dict:
+        return self.consumer.describe_consumer_group(group_id)
+
     # -- offsets --------------------------------------------------------------------------------
     async def commit_offsets(self, **kw) -> None:
         await self.offsets.commit_offsets(**kw)
 
-    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None
+    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None, *,
+                      member_id: str | None = None, member_epoch: int = -1
                       ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        return self.offsets.fetch_offsets(group_id, partitions)
+        return self.offsets.fetch_offsets(group_id, partitions, member_id=member_id, member_epoch=member_epoch)
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]
                              ) -> dict[TopicPartition, KafkaError | None]:
@@ -181,7 +192,7 @@ class GroupCoordinator:
             raise GroupIdNotFoundError(f"group {group_id} does not exist")
         group.validate_delete_group()
         entries = [(encode_offset_commit_key(group_id, tp.topic, tp.partition), None) for tp in group.offsets]
-        entries.append((encode_group_metadata_key(group_id), None))
+        entries += group.tombstones()
         await self.append(group_id, entries, for_offsets=False)
         self.remove_group(group)
         log.info("Deleted group %s", group_id)

@@ -11,6 +11,7 @@ event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Iterable
 
@@ -18,7 +19,6 @@ from logbroker.coordinator.classic_group import ClassicGroup
 from logbroker.coordinator.group import Group
 from logbroker.coordinator.offsets_schema import (
     OffsetAndMetadata,
-    encode_group_metadata_key,
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
@@ -41,14 +41,19 @@ class OffsetMetadataManager:
         self._expiration_task: asyncio.Task | None = None
 
     async def commit_offsets(self, *, group_id: str, member_id: str, group_instance_id: str | None,
-                             generation_id: int, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+                             generation_id: int, offsets: dict[TopicPartition, OffsetAndMetadata],
+                             api_version: int = 8) -> None:
         """Store `offsets` (already validated per partition by the caller). Raises the error
-        every partition gets."""
+        every partition gets. `generation_id` is the member epoch for a consumer group."""
         coordinator = self.coordinator
         coordinator.check_group(group_id)
         group = coordinator.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
+                # v9+ say so (a consumer-protocol member's commit after its group was deleted);
+                # older versions keep Kafka's old answer.
+                if api_version >= 9:
+                    raise GroupIdNotFoundError(f"Group {group_id} not found.")
                 raise IllegalGenerationError(f"group {group_id} does not exist")
             group = coordinator.groups[group_id] = ClassicGroup(group_id,
                                                                 current_state_timestamp_ms=coordinator.now_ms())
@@ -56,7 +61,7 @@ class OffsetMetadataManager:
             raise CoordinatorNotAvailableError(f"group {group_id} is being removed")
         group.validate_offset_commit(member_id=member_id, group_instance_id=group_instance_id,
                                      generation_id_or_member_epoch=generation_id, is_transactional=False,
-                                     api_version=0)
+                                     api_version=api_version)
         if isinstance(group, ClassicGroup) and member_id in group.members:
             # In the classic protocol a commit keeps the member's session alive.
             coordinator.classic.schedule_heartbeat(group, group.members[member_id])
@@ -68,11 +73,15 @@ class OffsetMetadataManager:
         if coordinator.groups.get(group_id) is group:
             group.offsets.update(offsets)
 
-    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None
+    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None, *,
+                      member_id: str | None = None, member_epoch: int = -1
                       ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """Committed offsets; all of the group's when `partitions` is None."""
+        """Committed offsets; all of the group's when `partitions` is None. OffsetFetch v9+ names
+        the asking member, which the group may check (a consumer group: its epoch)."""
         self.coordinator.check_group(group_id)
         group = self.coordinator.groups.get(group_id)
+        if group is not None and not group.is_dead:
+            group.validate_offset_fetch(member_id=member_id, member_epoch=member_epoch)
         offsets = group.offsets if group is not None and not group.is_dead else {}
         if partitions is None:
             return dict(offsets)
@@ -150,20 +159,26 @@ class OffsetMetadataManager:
                 coordinator.check_group(group.group_id)
             except KafkaError:
                 continue
-            expired = self.expired(group, now_ms)
-            remove_group = (group.is_empty and not group.is_dead and len(expired) == len(group.offsets)
-                            and not group.pending_txn_offsets)  # a transaction may still commit some
-            if not expired and not remove_group:
-                continue
-            entries = [(encode_offset_commit_key(group.group_id, tp.topic, tp.partition), None) for tp in expired]
-            if remove_group:
-                entries.append((encode_group_metadata_key(group.group_id), None))
-            await coordinator.append(group.group_id, entries, for_offsets=False)
-            for tp in expired:
-                group.offsets.pop(tp, None)
-            total += len(expired)
-            if remove_group and group.is_empty and not group.offsets:
-                coordinator.remove_group(group)
+            # A group whose heartbeats take a lock (a consumer group) is expired under it, so
+            # that no member joins between the check and the tombstones.
+            async with getattr(group, "lock", None) or contextlib.nullcontext():
+                if coordinator.groups.get(group.group_id) is not group:
+                    continue
+                expired = self.expired(group, now_ms)
+                remove_group = (group.is_empty and not group.is_dead and len(expired) == len(group.offsets)
+                                and not group.pending_txn_offsets)  # a transaction may still commit some
+                if not expired and not remove_group:
+                    continue
+                entries = [(encode_offset_commit_key(group.group_id, tp.topic, tp.partition), None)
+                           for tp in expired]
+                if remove_group:
+                    entries += group.tombstones()
+                await coordinator.append(group.group_id, entries, for_offsets=False)
+                for tp in expired:
+                    group.offsets.pop(tp, None)
+                total += len(expired)
+                if remove_group and group.is_empty and not group.offsets:
+                    coordinator.remove_group(group)
         if total:
             log.info("Removed %d expired offsets", total)
         return total

@@ -165,6 +165,8 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.LIST_GROUPS, 0, 5, 3),
     ApiSpec(ApiKey.DELETE_GROUPS, 0, 2, 2),
     ApiSpec(ApiKey.OFFSET_DELETE, 0, 0, None),
+    ApiSpec(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, 0),  # KIP-848 consumer groups
+    ApiSpec(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, 0),
     ApiSpec(ApiKey.SASL_HANDSHAKE, 0, 1, None),
     ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 2, 2),
     ApiSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, 0),

@@ -244,6 +244,10 @@ class KafkaConfig:
     group_initial_rebalance_delay_ms: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
+    group_consumer_session_timeout_ms: int
+    group_consumer_heartbeat_interval_ms: int
+    group_consumer_assignors: list[str]
+    group_consumer_max_size: int
     # Share groups
     group_share_record_lock_duration_ms: int
     group_share_delivery_count_limit: int
