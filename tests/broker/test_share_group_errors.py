@@ -92,7 +92,7 @@ def test_group_ids_of_the_other_type(queue, logbroker):
     try:
         while consumer.poll(0.5) is None:
             pass
-        assert heartbeat(raw, classic, "m1", 0, [topic]).error_code == INCONSISTENT_GROUP_PROTOCOL
+        assert heartbeat(raw, classic, "m1", 0, [topic]).error_code == GROUP_ID_NOT_FOUND
         described = raw.request(DESCRIBE, 1, group_ids=[classic], include_authorized_operations=False)
         assert described.groups[0].error_code == GROUP_ID_NOT_FOUND
     finally:

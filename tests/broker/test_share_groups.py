@@ -158,3 +158,28 @@ def test_restart_keeps_acknowledged_records_and_redelivers_the_rest(logbroker_pr
     finally:
         again.close()
     assert sorted(m.offset() for m in got) == list(range(1, 20, 2))
+
+
+def test_restart_resumes_the_share_group_from_its_records(logbroker_process):
+    from clients import RawClient
+    bootstrap = logbroker_process.bootstrap
+    topic, group = names()
+    create_topic(bootstrap, topic)
+    consumers = [share_consumer(bootstrap, group, topic) for _ in range(2)]
+    try:
+        drain(consumers, 1, timeout_s=3)  # both join
+    finally:
+        pass
+    with RawClient(bootstrap) as raw:
+        before = raw.request(77, 1, group_ids=[group], include_authorized_operations=False).groups[0]
+    assert before.error_code == 0 and len(before.members) == 2
+    logbroker_process.kill()
+    logbroker_process.start()
+    with RawClient(logbroker_process.bootstrap) as raw:
+        raw.request(10, 4, key_type=0, coordinator_keys=[group])
+        after = raw.request(77, 1, group_ids=[group], include_authorized_operations=False).groups[0]
+        listed = raw.request(16, 5, states_filter=[], types_filter=["share"]).groups
+    assert after.error_code == 0 and after.group_epoch == before.group_epoch
+    assert sorted(m.member_id for m in after.members) == sorted(m.member_id for m in before.members)
+    assert [(g.group_id, g.group_type) for g in listed if g.group_id == group] == [(group, "share")]
+    del consumers  # their broker went away under them

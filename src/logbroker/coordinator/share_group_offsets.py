@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from logbroker.coordinator.share_group import ShareGroup
 from logbroker.coordinator.share_partition import RecordState
 from logbroker.coordinator.share_partition_manager import SharePartitionManager
 from logbroker.coordinator.share_state_log import ShareSnapshot
@@ -34,17 +35,20 @@ class SharePartitionOffset:
 
 
 class ShareGroupOffsets:
-    def __init__(self, *, share_groups, manager: SharePartitionManager, store, classic_group_exists) -> None:
-        self.share_groups = share_groups
+    def __init__(self, *, coordinator, manager: SharePartitionManager, store) -> None:
+        self.coordinator = coordinator
         self.manager = manager
         self.store = store
-        self._classic_group_exists = classic_group_exists
 
     def _check_share_group(self, group_id: str, *, empty: bool) -> None:
-        if self._classic_group_exists(group_id):
+        """A group of another type is GROUP_ID_NOT_FOUND; none at all is fine (a share group's
+        offsets may be set before its first member)."""
+        group = self.coordinator.groups.get(group_id)
+        if group is None or group.is_dead:
+            return
+        if not isinstance(group, ShareGroup):
             raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
-        group = self.share_groups.groups.get(group_id)
-        if empty and group is not None and group.members:
+        if empty and group.members:
             raise NonEmptyGroupError(f"Share group {group_id} has members; stop its consumers first")
 
     def partitions(self, topics: dict[str, list[int]] | None) -> list[TopicPartition]:
@@ -125,11 +129,12 @@ class ShareGroupOffsets:
         return results
 
     async def delete_group(self, group_id: str) -> None:
-        """DeleteGroups of a share group: no members, then its state on every partition goes."""
-        self.share_groups.describe(group_id)  # GROUP_ID_NOT_FOUND when unknown
+        """DeleteGroups of a share group: no members, then its state on every partition goes,
+        then the group's own records."""
+        self.coordinator.share.share_group(group_id)  # GROUP_ID_NOT_FOUND when unknown
         self._check_share_group(group_id, empty=True)
         await self.delete(group_id, [name for name in self.store.topics() if not name.startswith("__")])
-        self.share_groups.delete(group_id)
+        await self.coordinator.delete_group(group_id)
 
 
 def _unknown(tp: TopicPartition) -> KafkaError:

@@ -430,7 +430,6 @@ class Broker:
             await self.transaction_verifier.close()
         if self.share_partition_manager is not None:
             self.share_partition_manager.shutdown()
-            self.share_groups.shutdown()
             await self.share_persister.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()

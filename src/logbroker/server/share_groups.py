@@ -3,8 +3,8 @@
 - ShareCoordinator (coordinator/share_coordinator.py): share-partition state in
   `__share_group_state`, for the keys whose state partition this broker leads.
 - SharePersister: the way a share-partition leader reaches that state, locally or by RPC.
-- ShareGroupCoordinator (coordinator/share_group.py): membership of the share groups whose
-  `__consumer_offsets` partition this broker leads.
+- ShareGroupManager (coordinator/share_group.py, in the group coordinator): membership of the
+  share groups whose `__consumer_offsets` partition this broker leads.
 - SharePartitionManager: ShareFetch / ShareAcknowledge on the partitions this broker leads.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from logbroker.client import PLAINTEXT
 from logbroker.coordinator.share_coordinator import ShareCoordinator
-from logbroker.coordinator.share_group import ShareGroupCoordinator
 from logbroker.coordinator.share_group_offsets import ShareGroupOffsets
 from logbroker.coordinator.share_partition_manager import SharePartitionManager
 from logbroker.coordinator.share_persister import SharePersister
@@ -33,14 +32,7 @@ def start_share_groups(broker) -> None:
         group_config=lambda group_id, key: group_configs.effective(broker, group_id, key))
     broker.replica_manager.leadership_listeners.append(manager.on_leadership_change)
 
-    def partitions_of(topic: str) -> list[int] | None:
-        info = broker.store.topic(topic)
-        return sorted(info.assignment) if info is not None else None
-
-    broker.share_groups = ShareGroupCoordinator(
-        config=broker.config, clock=broker.clock, partitions_of=partitions_of,
-        classic_group_exists=lambda group_id: group_id in broker.group_coordinator.groups,
-        on_member_removed=manager.on_member_removed)
-    broker.share_group_offsets = ShareGroupOffsets(
-        share_groups=broker.share_groups, manager=manager, store=broker.store,
-        classic_group_exists=lambda group_id: group_id in broker.group_coordinator.groups)
+    broker.share_groups = broker.group_coordinator.share
+    broker.share_groups.member_listeners.append(manager.on_member_removed)
+    broker.share_group_offsets = ShareGroupOffsets(coordinator=broker.group_coordinator, manager=manager,
+                                                   store=broker.store)

@@ -10,7 +10,7 @@ rejoined without a rebalance. The answer may wait: see coordinator/classic_group
 from __future__ import annotations
 
 from logbroker.coordinator.classic_group_manager import MemberIdRequired
-from logbroker.errors import InconsistentGroupProtocolError, KafkaError
+from logbroker.errors import KafkaError
 from logbroker.security.acl import AclOperation
 from logbroker.server.apis._groups import client_host, ms
 from logbroker.server.authorization import require_group
@@ -25,8 +25,6 @@ async def handle(broker, request) -> dict:
     rebalance_timeout_ms = ms(body.rebalance_timeout) if version >= 1 else session_timeout_ms
     try:
         require_group(broker, request, AclOperation.READ, body.group_id)
-        if broker.share_groups is not None and body.group_id in broker.share_groups.groups:
-            raise InconsistentGroupProtocolError(f"Group {body.group_id} is a share group")
         response = await broker.group_coordinator.join_group(
             group_id=body.group_id, member_id=body.member_id,
             group_instance_id=getattr(body, "group_instance_id", None),

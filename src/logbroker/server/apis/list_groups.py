@@ -20,9 +20,6 @@ def handle(broker, request) -> dict:
                "group_type": g.group_type.value}
               for g in broker.group_coordinator.owned_groups()
               if (not states or g.state_name.lower() in states) and (not types or g.group_type.value in types)]
-    if (not types or "share" in types) and broker.share_groups is not None:
-        groups += [{"group_id": g.group_id, "protocol_type": "share", "group_state": g.state, "group_type": "share"}
-                   for g in broker.share_groups.groups.values() if not states or g.state.lower() in states]
     if not cluster_allowed(broker, request, AclOperation.DESCRIBE, log_denied=False):
         groups = [g for g in groups if allowed(broker, request, AclOperation.DESCRIBE, GROUP,
                                                g["group_id"], log_denied=False)]

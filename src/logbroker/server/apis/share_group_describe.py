@@ -19,8 +19,7 @@ def handle(broker, request) -> dict:
     for group_id in request.body.group_ids:
         try:
             require_group(broker, request, AclOperation.DESCRIBE, group_id)
-            broker.group_coordinator.check_group(group_id)
-            group = broker.share_groups.describe(group_id)
+            group = broker.group_coordinator.share.share_group(group_id)
         except KafkaError as exc:
             groups.append({"error_code": exc.code, "error_message": str(exc) or None, "group_id": group_id,
                            "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1,
@@ -30,7 +29,7 @@ def handle(broker, request) -> dict:
         members = []
         for member in group.members.values():
             topics = []
-            for name, partitions in sorted(broker.share_groups.assignment(member).items()):
+            for name, partitions in sorted(broker.group_coordinator.share.assignment(member).items()):
                 info = broker.store.topic(name)
                 if info is not None:
                     topics.append({"topic_id": info.topic_id, "topic_name": name, "partitions": partitions})
@@ -39,7 +38,7 @@ def handle(broker, request) -> dict:
                             "client_host": member.client_host,
                             "subscribed_topic_names": list(member.subscribed_topic_names),
                             "assignment": {"topic_partitions": topics}})
-        groups.append({"error_code": 0, "group_id": group_id, "group_state": group.state,
+        groups.append({"error_code": 0, "group_id": group_id, "group_state": group.state_name,
                        "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
                        "assignor_name": SIMPLE_ASSIGNOR, "members": members,
                        "authorized_operations": NO_AUTHORIZED_OPERATIONS})

@@ -14,12 +14,11 @@ from logbroker.server.authorization import require_group
 API_KEY = 76
 
 
-def handle(broker, request) -> dict:
+async def handle(broker, request) -> dict:
     body = request.body
     try:
         require_group(broker, request, AclOperation.READ, body.group_id)
-        broker.group_coordinator.check_group(body.group_id)
-        result = broker.share_groups.heartbeat(
+        result = await broker.group_coordinator.share.heartbeat(
             group_id=body.group_id, member_id=body.member_id, member_epoch=body.member_epoch,
             rack_id=body.rack_id, subscribed_topic_names=body.subscribed_topic_names,
             client_id=request.client_id or "", client_host=client_host(request))
