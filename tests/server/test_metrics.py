@@ -222,3 +222,24 @@ def test_transaction_coordinator_metrics_have_kafkas_names(endpoint):
             "kafka_server_transaction_coordinator_metrics_partition_load_time_avg"} <= names
     assert values[("kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize",
                    frozenset())] == 0
+
+
+def test_group_coordinator_metrics_count_groups_by_type_and_state(metrics_broker, endpoint, topic):
+    from confluent_kafka import Consumer
+    create_topic(metrics_broker.bootstrap, topic)
+    group = f"metrics-{topic}"
+    member = Consumer({"bootstrap.servers": metrics_broker.bootstrap, "group.id": group,
+                       "group.protocol": "consumer"})
+    member.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 20
+        while not member.assignment():
+            member.poll(0.1)
+            assert time.monotonic() < deadline
+        samples = endpoint.scrape()
+        assert value(samples, "kafka_server_group_coordinator_metrics_group_count", protocol="consumer") >= 1
+        assert value(samples, "kafka_server_group_coordinator_metrics_consumer_group_count", state="stable") >= 1
+        assert value(samples, "kafka_server_group_coordinator_metrics_consumer_group_rebalance_total") >= 1
+        assert ("kafka_server_group_coordinator_metrics_group_count", frozenset({("protocol", "classic")})) in samples
+    finally:
+        member.close()

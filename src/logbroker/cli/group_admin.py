@@ -25,7 +25,7 @@ class Cluster:
 
     def list_groups(self) -> list[views.GroupListing]:
         result = self._result(self.admin.list_consumer_groups(request_timeout=self.timeout_s))
-        return sorted((views.GroupListing(g.group_id, state_name(g.state)) for g in result.valid),
+        return sorted((views.GroupListing(g.group_id, state_name(g.state), type_name(g.type)) for g in result.valid),
                       key=lambda g: g.group_id)
 
     def describe(self, group: str):
@@ -76,3 +76,7 @@ class Cluster:
 
 def state_name(state) -> str:
     return views.STATE_NAMES.get(getattr(state, "name", str(state)), "Unknown")
+
+
+def type_name(group_type) -> str:
+    return views.TYPE_NAMES.get(getattr(group_type, "name", str(group_type)), "Unknown")

@@ -105,6 +105,7 @@ class ConsumerGroupManager:
         self.coordinator = coordinator
         self.config = coordinator.config
         self._background: set[asyncio.Task] = set()
+        self.rebalances = 0  # group epoch bumps (Kafka's consumer-group-rebalance sensor)
 
     @functools.cached_property
     def assignors(self) -> dict[str, PartitionAssignor]:
@@ -450,8 +451,11 @@ class ConsumerGroupManager:
         if replaced_classic is not None:
             self.coordinator.classic.stop(replaced_classic)
             group.takes_over = None
+        epoch = group.group_epoch
         for record in records:
             group.replay(record)
+        if group.group_epoch > epoch:
+            self.rebalances += 1
 
     # -- the shell's hooks (group.GroupTypeManager) ------------------------------------------------
     def describe(self, group: ConsumerGroup) -> dict:
