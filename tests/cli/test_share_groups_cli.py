@@ -72,3 +72,14 @@ def test_reset_of_a_group_with_members_is_refused(consumed):
     finally:
         consumer.close()
     assert refused.returncode == 1 and "NON_EMPTY_GROUP" in refused.stderr
+
+
+def test_groups_list_with_types_shows_share_groups(consumed):
+    bootstrap, _, group = consumed
+    listed = subprocess.run([sys.executable, "-m", "logbroker.cli", "groups", "--bootstrap-server", bootstrap,
+                             "--list", "--type"], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split() for line in listed.stdout.splitlines() if line.startswith(group)] == [[group, "Share"]]
+    only = subprocess.run([sys.executable, "-m", "logbroker.cli", "groups", "--bootstrap-server", bootstrap,
+                           "--list", "--type", "share", "--state"], capture_output=True, text=True, timeout=60)
+    assert [line.split() for line in only.stdout.splitlines()[1:]] == [[group, "Share", "Empty"]]
