@@ -102,3 +102,18 @@ def test_group_ids_of_the_other_type(queue, logbroker):
                          member_id="", group_instance_id=None, protocol_type="consumer",
                          protocols=[{"name": "range", "metadata": b""}])
     assert joined.error_code == INCONSISTENT_GROUP_PROTOCOL
+
+
+def test_group_configs_are_described_with_their_source(logbroker):
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+    group = f"configured-{uuid.uuid4().hex[:8]}"
+    set_group_configs(logbroker, group, share_auto_offset_reset="earliest", share_record_lock_duration_ms="15000")
+    admin = AdminClient({"bootstrap.servers": logbroker})
+    [future] = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
+    configs = future.result()
+    assert configs["share.auto.offset.reset"].value == "earliest"
+    assert configs["share.record.lock.duration.ms"].value == "15000"
+    assert configs["share.isolation.level"].value == "read_uncommitted"
+    assert configs["share.isolation.level"].is_default
+    with pytest.raises(ck.KafkaException, match="INVALID_CONFIG|share.auto.offset.reset"):
+        set_group_configs(logbroker, group, share_auto_offset_reset="sometime")

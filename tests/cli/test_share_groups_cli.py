@@ -83,3 +83,20 @@ def test_groups_list_with_types_shows_share_groups(consumed):
     only = subprocess.run([sys.executable, "-m", "logbroker.cli", "groups", "--bootstrap-server", bootstrap,
                            "--list", "--type", "share", "--state"], capture_output=True, text=True, timeout=60)
     assert [line.split() for line in only.stdout.splitlines()[1:]] == [[group, "Share", "Empty"]]
+
+
+def test_reset_to_datetime_takes_the_first_record_at_or_after_it(logbroker):
+    import confluent_kafka as ck
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
+    create_topic(logbroker, topic)
+    producer = ck.Producer({"bootstrap.servers": logbroker})
+    base_ms = 1_704_067_200_000  # 2024-01-01T00:00:00.000Z
+    for i in range(6):
+        producer.produce(topic, value=b"x", partition=0, timestamp=base_ms + i * 1000)
+    assert producer.flush(15) == 0
+    done = cli(logbroker, "--reset-offsets", "--group", group, "--topic", topic,
+               "--to-datetime", "2024-01-01T00:00:03.500", "--execute")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "4"
+    described = cli(logbroker, "--describe", "--group", group)
+    assert [line.split()[4] for line in described.stdout.splitlines() if line.startswith(group)] == ["4"]

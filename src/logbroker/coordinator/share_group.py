@@ -219,6 +219,21 @@ class ShareGroupManager:
             raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
         return group
 
+    async def ensure_group(self, group_id: str) -> ShareGroup:
+        """The share group `group_id`, created empty (its ShareGroupMetadata record written) when
+        no group has the id: AlterShareGroupOffsets may set offsets before the first member."""
+        group = self.coordinator.groups.get(group_id)
+        if isinstance(group, ShareGroup) and not group.dead:
+            return group
+        if group is not None and not group.is_dead:
+            raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
+        group = ShareGroup(group_id)
+        record = epoch_record(group_id, 0)
+        await self.coordinator.append(group_id, [record.encode()], for_offsets=False)
+        group.apply(record)
+        self.coordinator.groups.setdefault(group_id, group)
+        return self.coordinator.groups[group_id]
+
     # -- ShareGroupHeartbeat ------------------------------------------------------------------
     async def heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
                         subscribed_topic_names: tuple[str, ...] | None, client_id: str, client_host: str

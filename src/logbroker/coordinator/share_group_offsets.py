@@ -93,7 +93,9 @@ class ShareGroupOffsets:
         return max(partition.high_watermark - state.start_offset - settled, 0)
 
     async def alter(self, group_id: str, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, KafkaError | None]:
+        """Set start offsets; a group id no group has yet becomes an empty share group."""
         self._check_share_group(group_id, empty=True)
+        await self.coordinator.share.ensure_group(group_id)
         results: dict[TopicPartition, KafkaError | None] = {}
         for tp, offset in offsets.items():
             if self.store.topic(tp.topic) is None:
