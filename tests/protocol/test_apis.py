@@ -40,6 +40,7 @@ def test_table_has_the_ranges_the_broker_implements():
         ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1), ApiKey.SHARE_GROUP_DESCRIBE: (1, 1), ApiKey.SHARE_FETCH: (1, 2),
         ApiKey.SHARE_ACKNOWLEDGE: (1, 2), ApiKey.READ_SHARE_GROUP_STATE: (0, 0),
         ApiKey.WRITE_SHARE_GROUP_STATE: (0, 1), ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
+        ApiKey.INITIALIZE_SHARE_GROUP_STATE: (0, 0), ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 1),
         ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1), ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
         ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
     }

@@ -184,9 +184,11 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, 0),
     ApiSpec(ApiKey.SHARE_FETCH, 1, 2, 0),
     ApiSpec(ApiKey.SHARE_ACKNOWLEDGE, 1, 2, 0),
-    ApiSpec(ApiKey.READ_SHARE_GROUP_STATE, 0, 0, 0),  # inter-broker: the share persister
+    ApiSpec(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, 0, 0),  # inter-broker: the share persister
+    ApiSpec(ApiKey.READ_SHARE_GROUP_STATE, 0, 0, 0),
     ApiSpec(ApiKey.WRITE_SHARE_GROUP_STATE, 0, 1, 0),
     ApiSpec(ApiKey.DELETE_SHARE_GROUP_STATE, 0, 0, 0),
+    ApiSpec(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 0, 1, 0),
     ApiSpec(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, 0),
     ApiSpec(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, 0),
     ApiSpec(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, 0),

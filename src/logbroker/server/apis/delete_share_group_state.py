@@ -4,26 +4,13 @@ KIP-932: DeleteShareGroupOffsets and DeleteGroups of a share group). A tombstone
 
 from __future__ import annotations
 
-from logbroker.coordinator.share_state_log import SharePartitionKey
-from logbroker.errors import KafkaError
-from logbroker.security.acl import AclOperation
-from logbroker.server.authorization import require_cluster
+from logbroker.server.apis._share_state import per_partition
 
 API_KEY = 86
 
 
 async def handle(broker, request) -> dict:
-    body = request.body
-    results = []
-    for t in body.topics:
-        partitions = []
-        for p in t.partitions:
-            try:
-                require_cluster(broker, request, AclOperation.CLUSTER_ACTION)
-                await broker.share_coordinator.delete_state(SharePartitionKey(body.group_id, t.topic_id, p.partition))
-            except KafkaError as exc:
-                partitions.append({"partition": p.partition, "error_code": exc.code, "error_message": str(exc) or None})
-                continue
-            partitions.append({"partition": p.partition, "error_code": 0})
-        results.append({"topic_id": t.topic_id, "partitions": partitions})
-    return {"results": results}
+    async def answer(key, _p) -> dict:
+        await broker.share_coordinator.delete_state(key)
+        return {}
+    return await per_partition(broker, request, answer, on_error={})
