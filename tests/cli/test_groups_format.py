@@ -57,8 +57,9 @@ def test_list_with_type_puts_kafkas_type_before_the_state():
     assert [line.split() for line in views.list_lines(groups, with_state=True, with_type=True)] == [
         ["GROUP", "TYPE", "STATE"], ["g1", "Consumer", "Stable"], ["g2", "Classic", "Empty"]]
     assert views.parse_types("CONSUMER") == {"Consumer"}
-    with pytest.raises(ValueError, match="Invalid types list 'share'"):
-        views.parse_types("share")
+    assert views.parse_types("share") == {"Share"}  # KIP-932 share groups
+    with pytest.raises(ValueError, match="Invalid types list 'streams'"):
+        views.parse_types("streams")
 
 
 def test_state_filter_takes_kafka_names_in_any_case():

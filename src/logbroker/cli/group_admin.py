@@ -28,6 +28,27 @@ class Cluster:
         return sorted((views.GroupListing(g.group_id, state_name(g.state), type_name(g.type)) for g in result.valid),
                       key=lambda g: g.group_id)
 
+    def list_share_groups(self) -> list[views.GroupListing]:
+        """The share groups (KIP-932), which confluent-kafka's AdminClient does not list: a
+        ListGroups with the types filter "share" to every broker (cli/share_group_admin.py)."""
+        import asyncio
+
+        import click
+
+        from logbroker.cli.share_group_admin import ShareAdmin
+
+        async def listed():
+            admin = ShareAdmin(self.bootstrap)
+            try:
+                await admin.metadata()
+                return await admin.list_groups()
+            finally:
+                await admin.close()
+        try:
+            return [views.GroupListing(group_id, state, "Share") for group_id, state in asyncio.run(listed())]
+        except (OSError, click.ClickException) as e:
+            fail_with(e, self.bootstrap)
+
     def describe(self, group: str):
         """The ConsumerGroupDescription, or None for a group that does not exist."""
         from confluent_kafka import KafkaError, KafkaException

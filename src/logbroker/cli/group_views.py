@@ -36,7 +36,7 @@ TYPE_NAMES = {"UNKNOWN": "Unknown", "CONSUMER": "Consumer", "CLASSIC": "Classic"
 class GroupListing:
     group_id: str
     state: str
-    type: str = "Classic"  # Kafka's GroupType name: Classic, Consumer (KIP-848)
+    type: str = "Classic"  # Kafka's GroupType name: Classic, Consumer (KIP-848), Share (KIP-932)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +102,12 @@ def list_lines(groups: list[GroupListing], *, with_state: bool, with_type: bool 
 
 def parse_types(text: str) -> set[str]:
     """`--list --type consumer,classic`: Kafka's group type names, any case. Raises ValueError."""
-    by_lower = {name.lower(): name for name in ("Classic", "Consumer")}
+    by_lower = {name.lower(): name for name in ("Classic", "Consumer", "Share")}
     types = set()
     for part in text.split(","):
         name = by_lower.get(part.strip().lower())
         if name is None:
-            raise ValueError(f"Invalid types list '{text}'. Valid types are: classic, consumer")
+            raise ValueError(f"Invalid types list '{text}'. Valid types are: classic, consumer, share")
         types.add(name)
     return types
 

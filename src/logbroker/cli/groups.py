@@ -73,7 +73,7 @@ def _option_name(name: str) -> str:
               help="--describe: the group's state. --list: show states, only these if given "
                    "(comma-separated).")
 @click.option("--type", "type_", is_flag=False, flag_value="", default=None, metavar="[TYPES]",
-              help="--list: show group types (Classic, Consumer), only these if given "
+              help="--list: show group types (Classic, Consumer, Share), only these if given "
                    "(comma-separated).")
 @click.option("--to-earliest", is_flag=True, help="Reset to the log start offset.")
 @click.option("--to-latest", is_flag=True, help="Reset to the log end offset.")
@@ -157,6 +157,8 @@ def groups(bootstrap_server: str, command_config: str | None, timeout_ms: int, l
 
 def _list(cluster: Cluster, state_filter: str | None, type_filter: str | None) -> None:
     listings = cluster.list_groups()
+    if type_filter is not None:  # with types shown, the share groups too (KIP-932)
+        listings = sorted(listings + cluster.list_share_groups(), key=lambda g: g.group_id)
     try:
         if state_filter:
             wanted = views.parse_states(state_filter)

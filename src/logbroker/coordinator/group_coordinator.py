@@ -11,7 +11,8 @@ dropped and their parked requests answered NOT_COORDINATOR (coordinator/group_lo
 
 The shell knows where groups live, holds them (`groups`, one id → one group of any type), writes
 their records, and routes each request to the part of Kafka's GroupMetadataManager for the
-group's type — classic groups: coordinator/classic_group_manager.py — and offsets to the
+group's type — classic groups: coordinator/classic_group_manager.py, KIP-848 consumer groups:
+coordinator/consumer_group_manager.py, KIP-932 share groups: coordinator/share_group.py — and offsets to the
 OffsetMetadataManager (coordinator/offset_metadata_manager.py). Listing, describing and deleting
 go through the type-neutral Group interface (coordinator/group.py).
 
@@ -32,6 +33,7 @@ from logbroker.coordinator.consumer_group_manager import ConsumerGroupManager, H
 from logbroker.coordinator.group import Group, GroupType, GroupTypeManager
 from logbroker.coordinator.group_loader import GroupLoader
 from logbroker.coordinator.offset_metadata_manager import OffsetMetadataManager
+from logbroker.coordinator.share_group import ShareGroupManager, ShareGroupRecords
 from logbroker.coordinator.offsets_log import COMMIT_TIMEOUT_MS, build_records, map_append_error
 from logbroker.coordinator.offsets_schema import (
     OFFSETS_TOPIC,
@@ -68,11 +70,13 @@ class GroupCoordinator:
         self.clock = clock
         self.groups: dict[str, Group] = {}
         self.loader = GroupLoader(install=self._install_groups, unload=self._unload_groups, clock=clock,
-                                  record_types=(ClassicGroupRecords, ConsumerGroupRecords))
+                                  record_types=(ClassicGroupRecords, ConsumerGroupRecords, ShareGroupRecords))
         self.classic = ClassicGroupManager(self)
         self.consumer = ConsumerGroupManager(self)
+        self.share = ShareGroupManager(self)
         self.managers: dict[GroupType, GroupTypeManager] = {GroupType.CLASSIC: self.classic,
-                                                             GroupType.CONSUMER: self.consumer}
+                                                             GroupType.CONSUMER: self.consumer,
+                                                             GroupType.SHARE: self.share}
         self.offsets = OffsetMetadataManager(self)
 
     # -- where groups live ----------------------------------------------------------------------
