@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from logbroker.coordinator.share_state_log import SharePartitionKey
-from logbroker.errors import KafkaError
+from logbroker.errors import InvalidRequestError, KafkaError
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import require_cluster
 
@@ -25,6 +25,8 @@ async def per_partition(broker, request, answer: Callable[[SharePartitionKey, ob
         for p in t.partitions:
             try:
                 require_cluster(broker, request, AclOperation.CLUSTER_ACTION)
+                if t.topic_id is None or not body.group_id:  # kio reads the zero UUID as None
+                    raise InvalidRequestError("A share-partition key needs a group id and a topic id")
                 fields = answer(SharePartitionKey(body.group_id, t.topic_id, p.partition), p)
                 if not isinstance(fields, dict):
                     fields = await fields
