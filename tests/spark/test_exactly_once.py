@@ -1,0 +1,111 @@
+"""Exactly-once streaming writes: a read_committed reader of the output sees each input record
+once, whatever happens to the driver, the tasks or the brokers while the stream runs.
+
+Each test runs the copy job (stream_copy_job.py) in its own driver process, so it can be killed
+with SIGKILL (the Python driver, its JVM and its workers: the whole process group) and run again
+on the same checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from spark_kafka import consume_all, create_topic, new_topic_name, produce
+
+JOB = Path(__file__).with_name("stream_copy_job.py")
+RECORDS = 3000
+
+
+def produce_input(bootstrap: str, topic: str, partitions: int = 3) -> list[bytes]:
+    create_topic(bootstrap, topic, partitions)
+    values = [f"{i:06d}".encode() for i in range(RECORDS)]
+    produce(bootstrap, topic, [{"value": v, "key": v[-2:], "partition": i % partitions}
+                               for i, v in enumerate(values)])
+    return values
+
+
+def start_job(bootstrap: str, source: str, sink: str, checkpoint: Path, *extra: str
+              ) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(JOB), "--bootstrap", bootstrap, "--input", source, "--output", sink,
+         "--checkpoint", str(checkpoint), *extra],
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(30)
+
+
+def finish(process: subprocess.Popen, timeout_s: float = 240) -> None:
+    try:
+        _, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        kill_group(process)
+        raise
+    assert process.returncode == 0, stderr.decode(errors="replace")[-3000:]
+
+
+def committed_batches(checkpoint: Path) -> int:
+    commits = checkpoint / "commits"
+    return sum(1 for p in commits.iterdir() if p.name.isdigit()) if commits.exists() else 0
+
+
+def wait_for_commits(process: subprocess.Popen, checkpoint: Path, count: int,
+                     timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while committed_batches(checkpoint) < count:
+        assert process.poll() is None, "the job ended before it was killed"
+        assert time.monotonic() < deadline, f"no {count} committed micro-batches"
+        time.sleep(0.1)
+
+
+def output_values(bootstrap: str, topic: str, partitions: int = 3) -> list[bytes]:
+    return sorted(r["value"] for r in consume_all(bootstrap, topic, partitions,
+                                                  isolation_level="read_committed"))
+
+
+@pytest.mark.parametrize("master", ["local[2]"])
+def test_driver_killed_at_random_moments_output_has_every_record_once(bootstrap, tmp_path,
+                                                                       master):
+    source, sink = new_topic_name(), new_topic_name()
+    values = produce_input(bootstrap, source)
+    create_topic(bootstrap, sink, 3)
+    checkpoint = tmp_path / "checkpoint"
+    rng = random.Random()
+    seed = rng.randrange(1 << 30)
+    rng.seed(seed)
+    for kill in range(2):
+        process = start_job(bootstrap, source, sink, checkpoint, "--master", master)
+        # Kill mid-stream: after the next committed micro-batch, plus a random part of one.
+        wait_for_commits(process, checkpoint, committed_batches(checkpoint) + 1)
+        time.sleep(rng.uniform(0, 1.5))
+        kill_group(process)
+    assert committed_batches(checkpoint) < RECORDS // 300, "the stream ended before the kills"
+    finish(start_job(bootstrap, source, sink, checkpoint, "--master", master))
+
+    assert output_values(bootstrap, sink) == values, f"seed {seed}"
+
+
+def test_tasks_failing_mid_write_are_retried_and_write_once(bootstrap, tmp_path):
+    source, sink = new_topic_name(), new_topic_name()
+    values = produce_input(bootstrap, source)
+    create_topic(bootstrap, sink, 3)
+    fail_dir = tmp_path / "failures"
+    fail_dir.mkdir()
+    finish(start_job(bootstrap, source, sink, tmp_path / "checkpoint",
+                     "--master", "local[2,4]", "--fail-dir", str(fail_dir),
+                     "--fail-suffix", "001497,002998", "--max-offsets", "1500"))
+
+    # Records 1497 and 2998 are the last of their partition in micro-batches 0 and 1: each
+    # failed the first attempt of its task (Spark retried it) once the task had handed its
+    # earlier rows on towards the writer.
+    assert sorted(p.name for p in fail_dir.iterdir()) == ["001497", "002998"]
+    assert output_values(bootstrap, sink) == values
