@@ -14,6 +14,7 @@ Spark retries them (`spark.task.maxFailures`).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -30,6 +31,9 @@ def main() -> int:
     parser.add_argument("--fail-suffix", default="37")
     parser.add_argument("--exactly-once", default=None)
     parser.add_argument("--remote", help="a Spark Connect URL instead of --master")
+    parser.add_argument("--report", action="store_true",
+                        help="then batch-read the output (read_committed) and print JSON: rows, "
+                        "distinct values, and where the executors import logbroker from")
     args = parser.parse_args()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -82,8 +86,27 @@ def main() -> int:
         writer = writer.option("exactlyOnce", args.exactly_once)
     query = writer.trigger(availableNow=True).start()
     query.awaitTermination()
+    if args.report:
+        report(spark, args)
     spark.stop()
     return 0
+
+
+def report(spark, args) -> None:
+    from pyspark.sql import functions as F
+
+    @F.udf("string")
+    def logbroker_file(_) -> str:
+        import logbroker
+
+        return logbroker.__file__
+
+    out = (spark.read.format("logbroker").option("kafka.bootstrap.servers", args.bootstrap)
+           .option("subscribe", args.output).option("kafka.isolation.level", "read_committed")
+           .load())
+    row = out.agg(F.count("*").alias("rows"), F.countDistinct("value").alias("distinct"),
+                  F.max(logbroker_file("value")).alias("file")).collect()[0]
+    print(json.dumps({"rows": row["rows"], "distinct": row["distinct"], "file": row["file"]}))
 
 
 if __name__ == "__main__":
