@@ -29,6 +29,7 @@ def spark_standalone(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory):
+    pytest.importorskip("grpc", reason="Spark Connect clients need pyspark[connect] (grpcio)")
     with ConnectServer(tmp_path_factory.mktemp("spark-connect"), master="local[2]") as server:
         yield server
 

@@ -14,7 +14,7 @@ from logbroker.testing import BrokerProcess, TEST_OVERRIDES
 
 
 def transactional_producer(bootstrap: str) -> Producer:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 4096,
                          "transactional.id": f"txn-{uuid.uuid4().hex[:8]}"})
     producer.init_transactions(30)
     return producer
@@ -35,7 +35,8 @@ def write_transactions(bootstrap: str, topic: str, *, leave_open: bool) -> tuple
         (producer.commit_transaction if commit else producer.abort_transaction)(30)
 
     committed = [f"c{i}".encode() for i in range(30)]
-    aborted = [f"a{i}".encode() for i in range(20)]
+    # 40 KB: with 16 KB segments the aborted transaction spans segments (offline test).
+    aborted = [f"a{i}".encode() + b"x" * 2000 for i in range(20)]
     late = [f"c{i}".encode() for i in range(30, 40)]
     txn(committed, commit=True)
     txn(aborted, commit=False)
@@ -88,7 +89,8 @@ def test_stream_read_committed_yields_committed_records_once(spark, bootstrap, t
 
 
 def test_offline_read_skips_aborted_transactions_and_markers(spark, tmp_path):
-    broker = BrokerProcess(tmp_path / "broker", overrides=TEST_OVERRIDES).start()
+    broker = BrokerProcess(tmp_path / "broker",
+                           overrides={**TEST_OVERRIDES, "log.segment.bytes": "16384"}).start()
     topic = "txns"
     try:
         create_topic(broker.bootstrap, topic, 2)
@@ -96,6 +98,7 @@ def test_offline_read_skips_aborted_transactions_and_markers(spark, tmp_path):
     finally:
         assert broker.stop() == 0
     assert any(p.stat().st_size for p in broker.data_dir.glob(f"{topic}-*/*.txnindex"))
+    assert len(list(broker.data_dir.glob(f"{topic}-0/*.log"))) >= 2  # the aborted txn spans two
     df = spark.read.format("logbroker").option("path", str(broker.data_dir)) \
         .option("subscribe", topic).load()
     assert sorted(bytes(r.value) for r in df.select("value").collect()) == committed
