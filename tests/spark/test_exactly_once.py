@@ -109,3 +109,26 @@ def test_tasks_failing_mid_write_are_retried_and_write_once(bootstrap, tmp_path)
     # earlier rows on towards the writer.
     assert sorted(p.name for p in fail_dir.iterdir()) == ["001497", "002998"]
     assert output_values(bootstrap, sink) == values
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.logbroker_cluster(brokers=3, **{"offsets.topic.replication.factor": "3"})
+def test_leader_killed_during_the_stream_output_has_every_record_once(logbroker_cluster,
+                                                                       tmp_path):
+    cluster = logbroker_cluster
+    source, sink = new_topic_name(), new_topic_name()
+    cluster.create_topic(source, partitions=3, replication_factor=3)
+    cluster.create_topic(sink, partitions=3, replication_factor=3)
+    values = [f"{i:06d}".encode() for i in range(RECORDS)]
+    produce(cluster.bootstrap, source, [{"value": v, "partition": i % 3}
+                                        for i, v in enumerate(values)])
+    checkpoint = tmp_path / "checkpoint"
+    process = start_job(cluster.bootstrap, source, sink, checkpoint)
+    wait_for_commits(process, checkpoint, 1)
+    victim = cluster.leader(sink, 0)
+    cluster.kill(victim)  # SIGKILL
+    assert committed_batches(checkpoint) < RECORDS // 300
+    finish(process)
+
+    assert cluster.wait_for_leader(sink, 0, not_in=(victim,)) != victim
+    assert output_values(cluster.bootstrap, sink) == values
