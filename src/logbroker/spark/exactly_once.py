@@ -68,9 +68,12 @@ class TransactionalSession:
     errors: DeliveryErrors
     marker_consumer: Consumer
     committed_batch_id: int = -1
+    closed: bool = False
 
     def close(self) -> None:
-        self.marker_consumer.close()
+        if not self.closed:
+            self.closed = True
+            self.marker_consumer.close()
 
 
 def transactional_id(options: SinkOptions, *, query_id: str, partition_id: int) -> str:
@@ -147,13 +150,17 @@ def _write(options: SinkOptions, txn_id: str, batch_id: int, marker: TopicPartit
                   "transaction.timeout.ms", TXN_TIMEOUT_S * 1000))}
     key = clients.config_key(config)
     session, reused = clients.take(key, lambda: _new_session(options, config, txn_id))
-    committed = _committed_batch_id(session, marker)
-    if reused and committed != session.committed_batch_id:
-        # Another producer used the id since this one committed: it is fenced. Start afresh
-        # (init_transactions), and read the marker again now that no one else can commit.
-        session.close()
-        session = _new_session(options, config, txn_id)
+    try:
         committed = _committed_batch_id(session, marker)
+        if reused and committed != session.committed_batch_id:
+            # Another producer used the id since this one committed: it is fenced. Start
+            # afresh (init_transactions), and read the marker again now that no one else can.
+            session.close()
+            session = _new_session(options, config, txn_id)
+            committed = _committed_batch_id(session, marker)
+    except BaseException:
+        session.close()
+        raise
     session.committed_batch_id = committed
     if committed >= batch_id:
         log.info("%s: micro-batch %d already committed (last committed %d): skipped", txn_id,
