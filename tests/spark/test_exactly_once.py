@@ -132,3 +132,26 @@ def test_leader_killed_during_the_stream_output_has_every_record_once(logbroker_
 
     assert cluster.wait_for_leader(sink, 0, not_in=(victim,)) != victim
     assert output_values(cluster.bootstrap, sink) == values
+
+
+def test_batch_committed_by_tasks_but_not_in_the_checkpoint_is_not_written_again(bootstrap,
+                                                                                 tmp_path):
+    """The case that makes Spark's Kafka sink at least once, made deterministic: the driver
+    "dies" after the tasks of the last micro-batch committed and before the checkpoint recorded
+    it — its commits/ entry is removed — so the restarted query replays that batch."""
+    source, sink = new_topic_name(), new_topic_name()
+    values = produce_input(bootstrap, source)
+    create_topic(bootstrap, sink, 3)
+    checkpoint = tmp_path / "checkpoint"
+    args = ("--max-offsets", "1000")
+    finish(start_job(bootstrap, source, sink, checkpoint, *args))
+    last = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    assert last == 2
+    (checkpoint / "commits" / str(last)).unlink()
+    for crc in (checkpoint / "commits").glob(f".{last}.crc"):
+        crc.unlink()
+    finish(start_job(bootstrap, source, sink, checkpoint, *args))
+
+    assert committed_batches(checkpoint) == 3  # batch 2 ran again
+    assert output_values(bootstrap, sink) == values
+    assert len(consume_all(bootstrap, sink, 3, isolation_level="read_uncommitted")) == RECORDS
