@@ -94,7 +94,7 @@ def test_driver_killed_at_random_moments_output_has_every_record_once(bootstrap,
     assert output_values(bootstrap, sink) == values, f"seed {seed}"
 
 
-def test_tasks_failing_mid_write_are_retried_and_write_once(bootstrap, tmp_path):
+def test_tasks_failing_in_a_udf_are_retried_and_write_once(bootstrap, tmp_path):
     source, sink = new_topic_name(), new_topic_name()
     values = produce_input(bootstrap, source)
     create_topic(bootstrap, sink, 3)
@@ -105,8 +105,9 @@ def test_tasks_failing_mid_write_are_retried_and_write_once(bootstrap, tmp_path)
                      "--fail-suffix", "001497,002998", "--max-offsets", "1500"))
 
     # Records 1497 and 2998 are the last of their partition in micro-batches 0 and 1: each
-    # failed the first attempt of its task (Spark retried it) once the task had handed its
-    # earlier rows on towards the writer.
+    # failed the first attempt of its task, and Spark retried it. (Spark evaluates the UDF
+    # ahead of the writer, so here the failed attempts had produced nothing yet; a task killed
+    # while its transaction is open is the driver-kill tests' case.)
     assert sorted(p.name for p in fail_dir.iterdir()) == ["001497", "002998"]
     assert output_values(bootstrap, sink) == values
 
