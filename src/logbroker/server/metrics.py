@@ -387,6 +387,9 @@ class BrokerCollector:
         start = GaugeMetricFamily("kafka_log_log_logstartoffset", "First offset held", labels=labels)
         size = GaugeMetricFamily("kafka_log_log_size", "Bytes on disk in the partition's segments", labels=labels)
         segments = GaugeMetricFamily("kafka_log_log_numlogsegments", "Segments of the partition", labels=labels)
+        lso_lag = GaugeMetricFamily("kafka_cluster_partition_laststableoffsetlag",
+                                    "High watermark minus last stable offset: how far open transactions "
+                                    "hold read_committed consumers back (LastStableOffsetLag)", labels=labels)
         for p in sorted(partitions, key=lambda p: (p.tp.topic, p.tp.partition)):
             values = [p.tp.topic, str(p.tp.partition)]
             log_ = p.log
@@ -394,7 +397,8 @@ class BrokerCollector:
             start.add_metric(values, log_.log_start_offset)
             size.add_metric(values, log_.size_in_bytes)
             segments.add_metric(values, len(log_.segments))
-        yield from (end, start, size, segments)
+            lso_lag.add_metric(values, p.high_watermark - p.last_stable_offset)
+        yield from (end, start, size, segments, lso_lag)
 
     def _server(self) -> Iterable[Metric]:
         broker = self.broker
