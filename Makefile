@@ -13,8 +13,9 @@ install: $(PY)
 	$(PY) -m pip install -q -e '.[test,spark]'
 	@if command -v npm >/dev/null 2>&1; then npm install --prefix tests/js --no-audit --no-fund --loglevel=error >/dev/null; fi
 
+# `make run ARGS="--master spark://host:7077"` runs the pipeline on a Spark cluster (docs/spark.md).
 run: install
-	$(PY) -m logbroker.pipeline
+	$(PY) -m logbroker.pipeline $(ARGS)
 
 serve: install
 	$(VENV)/bin/logbroker serve

@@ -176,6 +176,7 @@ class ClusterProcess:
         self._zk.start(timeout=30)
         for broker in self.brokers.values():
             broker.start()
+        wait_for(lambda: self.registered() >= set(self.brokers), what="every broker registered in ZooKeeper")
         return self
 
     def close(self) -> None:
@@ -224,11 +225,22 @@ class ClusterProcess:
         """Create a topic through the Admin API and wait until every partition has a leader and
         a full ISR. `replica_assignment` (one list of broker ids per partition, preferred leader
         first) replaces `partitions` and `replication_factor`."""
+        from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         sizing = ({"num_partitions": len(replica_assignment), "replica_assignment": replica_assignment}
                   if replica_assignment else {"num_partitions": partitions, "replication_factor": replication_factor})
-        admin.create_topics([NewTopic(name, config=config or {}, **sizing)])[name].result(30)
+        def created() -> bool:
+            # A broker learns of the others through a ZooKeeper watch: just after start (or on a
+            # loaded machine) it may not count them all yet, which Kafka answers the same way.
+            try:
+                admin.create_topics([NewTopic(name, config=config or {}, **sizing)])[name].result(30)
+            except KafkaException as exc:
+                if exc.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR:
+                    return False
+                raise
+            return True
+        wait_for(created, what=f"topic {name} created")
         for partition, replicas in enumerate(replica_assignment or [[0] * replication_factor] * partitions):
             self.wait_for_isr(name, partition, size=len(replicas))
 

@@ -155,6 +155,30 @@ def test_list_and_describe_show_offsets_log_end_and_lag(bootstrap, group, filled
         for p, o in COMMITTED.items()]
 
 
+def test_list_shows_types_and_describe_shows_a_consumer_protocol_group(bootstrap, group, filled_topic):
+    from confluent_kafka import Consumer
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                       "auto.offset.reset": "earliest"})
+    member.subscribe([filled_topic])
+    try:
+        deadline = time.monotonic() + 20
+        while len(member.assignment()) < PARTITIONS:
+            member.poll(0.1)
+            assert time.monotonic() < deadline
+        listed = run(bootstrap, "--list", "--type")
+        assert (listed.returncode, listed.stderr) == (0, "")
+        rows = [line.split() for line in listed.stdout.splitlines()]
+        assert rows[0] == ["GROUP", "TYPE"] and [group, "Consumer"] in rows
+        only_classic = run(bootstrap, "--list", "--type", "classic", "--state")
+        assert group not in only_classic.stdout
+        members = table(run(bootstrap, "--describe", "--group", group, "--members").stdout)
+        assert members[1][0] == group and members[1][-1] == str(PARTITIONS)
+        state = table(run(bootstrap, "--describe", "--group", group, "--state").stdout)
+        assert state[1][-3:] == ["uniform", "Stable", "1"]
+    finally:
+        member.close()
+
+
 def test_active_group_is_neither_reset_nor_deleted(bootstrap, group, filled_topic):
     member = consume_part_and_commit(bootstrap, group, filled_topic)
     try:

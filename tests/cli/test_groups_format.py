@@ -50,6 +50,18 @@ def test_list_with_state_is_a_table():
         ["GROUP", "STATE"], ["g1", "Stable"], ["g2", "Empty"]]
 
 
+def test_list_with_type_puts_kafkas_type_before_the_state():
+    groups = [views.GroupListing("g1", "Stable", "Consumer"), views.GroupListing("g2", "Empty", "Classic")]
+    assert [line.split() for line in views.list_lines(groups, with_state=False, with_type=True)] == [
+        ["GROUP", "TYPE"], ["g1", "Consumer"], ["g2", "Classic"]]
+    assert [line.split() for line in views.list_lines(groups, with_state=True, with_type=True)] == [
+        ["GROUP", "TYPE", "STATE"], ["g1", "Consumer", "Stable"], ["g2", "Classic", "Empty"]]
+    assert views.parse_types("CONSUMER") == {"Consumer"}
+    assert views.parse_types("share") == {"Share"}  # KIP-932 share groups
+    with pytest.raises(ValueError, match="Invalid types list 'streams'"):
+        views.parse_types("streams")
+
+
 def test_state_filter_takes_kafka_names_in_any_case():
     assert views.parse_states("stable,EMPTY") == {"Stable", "Empty"}
     with pytest.raises(ValueError, match="Invalid state list 'Running'"):

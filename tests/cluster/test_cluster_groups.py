@@ -98,11 +98,14 @@ class GroupMember(threading.Thread):
     sequence = iter(range(10**9))
     lock = threading.Lock()
 
-    def __init__(self, cluster, group: str, topic: str, deliveries: list, commits: list) -> None:
+    def __init__(self, cluster, group: str, topic: str, deliveries: list, commits: list, *,
+                 protocol: str = "classic") -> None:
         super().__init__(daemon=True)
+        # A consumer-protocol member takes its session and heartbeat interval from the broker.
+        timing = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 500} if protocol == "classic" else {}
         self.consumer = Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": group,
                                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                                  "session.timeout.ms": 10000, "heartbeat.interval.ms": 500})
+                                  "group.protocol": protocol, **timing})
         self.topic, self.deliveries, self.commits = topic, deliveries, commits
         self.stopping = threading.Event()
 
@@ -129,7 +132,8 @@ class GroupMember(threading.Thread):
         self.consumer.close()
 
 
-def test_confluent_group_continues_after_its_coordinator_is_killed(cluster):
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_confluent_group_continues_after_its_coordinator_is_killed(cluster, protocol):
     topic, group, partitions = "events", f"g-{uuid.uuid4().hex[:8]}", 6
     create_topic(cluster, topic, partitions)
     first = [f"a-{i}".encode() for i in range(1500)]
@@ -138,7 +142,7 @@ def test_confluent_group_continues_after_its_coordinator_is_killed(cluster):
 
     deliveries: list = []
     commits: list = []
-    members = [GroupMember(cluster, group, topic, deliveries, commits) for _ in range(3)]
+    members = [GroupMember(cluster, group, topic, deliveries, commits, protocol=protocol) for _ in range(3)]
     for member in members:
         member.start()
     try:

@@ -37,13 +37,20 @@ def test_table_has_the_ranges_the_broker_implements():
         ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4), ApiKey.END_TXN: (0, 4),
         ApiKey.TXN_OFFSET_COMMIT: (0, 4), ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
         ApiKey.LIST_TRANSACTIONS: (0, 1), ApiKey.WRITE_TXN_MARKERS: (1, 2), ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1), ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+        ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1), ApiKey.SHARE_GROUP_DESCRIBE: (1, 1), ApiKey.SHARE_FETCH: (1, 2),
+        ApiKey.SHARE_ACKNOWLEDGE: (1, 2), ApiKey.READ_SHARE_GROUP_STATE: (0, 0),
+        ApiKey.WRITE_SHARE_GROUP_STATE: (0, 1), ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
+        ApiKey.INITIALIZE_SHARE_GROUP_STATE: (0, 0), ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 1),
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1), ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
     }
     assert {k: (s.min_version, s.max_version) for k, s in SUPPORTED_APIS.items()} == expected
 
 
 def test_nothing_opt_in_is_advertised():
-    # KAFKA-NOTES 16: no KIP-848 groups, no telemetry, Produce <= 11 (no transactions v2).
-    assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in SUPPORTED_APIS
+    # KAFKA-NOTES 16: no telemetry, Produce <= 11 (no transactions v2). (KIP-848 groups are
+    # implemented, so ConsumerGroupHeartbeat is advertised.)
     assert ApiKey.GET_TELEMETRY_SUBSCRIPTIONS not in SUPPORTED_APIS
     assert SUPPORTED_APIS[ApiKey.PRODUCE].max_version <= 11
     assert SUPPORTED_APIS[ApiKey.END_TXN].max_version <= 4

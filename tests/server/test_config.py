@@ -67,8 +67,7 @@ def test_kafka_4_stock_server_properties_loads_with_one_warning_per_unused_key()
     assert list(cfg.warnings) == [
         f"Kafka config {key} is not used by logbroker; ignoring it" for key in (
             "process.roles", "controller.quorum.bootstrap.servers", "num.network.threads",
-            "num.io.threads", "share.coordinator.state.topic.replication.factor",
-            "share.coordinator.state.topic.min.isr")] + [
+            "num.io.threads")] + [
         "Listener CONTROLLER is a KRaft controller listener (controller.listener.names); "
         "logbroker has no KRaft controller and does not listen on port 9093"]
 

@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from logbroker.testing import BrokerProcess
+from logbroker.testing import BrokerProcess, wait_for
 
 METRICS_LINE = re.compile(r"Metrics endpoint listening on http://([^:]+):(\d+)/metrics")
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
@@ -243,3 +243,43 @@ def test_transaction_coordinator_metrics_have_kafkas_names(endpoint):
             "kafka_server_transaction_coordinator_metrics_partition_load_time_avg"} <= names
     assert values[("kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize",
                    frozenset())] == 0
+
+
+def test_group_coordinator_metrics_count_groups_by_type_and_state(metrics_broker, endpoint, topic):
+    from confluent_kafka import Consumer
+    create_topic(metrics_broker.bootstrap, topic)
+    group = f"metrics-{topic}"
+    member = Consumer({"bootstrap.servers": metrics_broker.bootstrap, "group.id": group,
+                       "group.protocol": "consumer"})
+    member.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 20
+        while not member.assignment():
+            member.poll(0.1)
+            assert time.monotonic() < deadline
+        samples = endpoint.scrape()
+        assert value(samples, "kafka_server_group_coordinator_metrics_group_count", protocol="consumer") >= 1
+        assert value(samples, "kafka_server_group_coordinator_metrics_consumer_group_count", state="stable") >= 1
+        assert value(samples, "kafka_server_group_coordinator_metrics_consumer_group_rebalance_total") >= 1
+        assert ("kafka_server_group_coordinator_metrics_group_count", frozenset({("protocol", "classic")})) in samples
+    finally:
+        member.close()
+
+
+def test_last_stable_offset_lag_counts_the_records_of_an_open_transaction(metrics_broker, endpoint, topic):
+    create_topic(metrics_broker.bootstrap, topic)
+    plain = Producer({"bootstrap.servers": metrics_broker.bootstrap})
+    for i in range(3):
+        plain.produce(topic, b"committed-%d" % i)
+    assert plain.flush(TIMEOUT_S) == 0
+    txn = Producer({"bootstrap.servers": metrics_broker.bootstrap, "transactional.id": f"lag-{topic}"})
+    txn.init_transactions(TIMEOUT_S)
+    txn.begin_transaction()
+    for i in range(5):
+        txn.produce(topic, b"open-%d" % i)
+    assert txn.flush(TIMEOUT_S) == 0
+    lag = "kafka_cluster_partition_laststableoffsetlag"
+    assert value(endpoint.scrape(), lag, topic=topic, partition="0") == 5  # HW 8, LSO 3
+    txn.commit_transaction(TIMEOUT_S)
+    wait_for(lambda: value(endpoint.scrape(), lag, topic=topic, partition="0") == 0, timeout_s=TIMEOUT_S,
+             what="the LSO reaching the high watermark after the commit")

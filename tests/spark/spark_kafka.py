@@ -27,10 +27,12 @@ def produce(bootstrap: str, topic: str, records: list[dict], **config) -> None:
     assert not failures, failures[:3]
 
 
-def consume_all(bootstrap: str, topic: str, partitions: int, *, timeout_s: float = 30.0) -> list[dict]:
+def consume_all(bootstrap: str, topic: str, partitions: int, *, timeout_s: float = 30.0,
+                isolation_level: str = "read_committed") -> list[dict]:
     """Every record of every partition, as a consumer with assign() sees it."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "isolation.level": isolation_level})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     records, at_end = [], set()
     deadline = time.monotonic() + timeout_s

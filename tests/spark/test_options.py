@@ -122,3 +122,31 @@ def test_min_offsets_per_trigger_waits_until_enough_or_max_trigger_delay():
     assert not expired._waits_for_more(low, few, ReadMaxRows(10))
     assert parse_source_options({**base, "maxTriggerDelay": "2m"},
                                 streaming=True).max_trigger_delay_ms == 120_000
+
+
+def test_exactly_once_option_and_the_producer_keys_the_sink_owns():
+    base = {"kafka.bootstrap.servers": "h:1", "topic": "t"}
+    assert parse_sink_options(base).exactly_once is None  # decided by probing the brokers
+    assert parse_sink_options({**base, "exactlyOnce": "false"}).exactly_once is False
+    assert parse_sink_options({**base, "EXACTLYONCE": "true"}).exactly_once is True
+    assert parse_sink_options({**base, "transactionalIdPrefix": "etl"}) \
+        .transactional_id_prefix == "etl"
+    for key in ("kafka.transactional.id", "kafka.enable.idempotence"):
+        with pytest.raises(OptionError, match=key):
+            parse_sink_options({**base, key: "x"})
+    with pytest.raises(OptionError, match="exactlyOnce"):
+        parse_sink_options({**base, "exactlyOnce": "maybe"})
+
+
+def test_transaction_support_is_probed_with_api_versions(bootstrap):
+    import socket
+
+    from logbroker.spark.exactly_once import _api_keys, brokers_support_transactions
+
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        keys = _api_keys(sock)
+    assert {0, 1, 18, 22, 24, 25, 26, 28} <= keys  # Produce, Fetch, ApiVersions, the txn APIs
+    assert brokers_support_transactions(parse_sink_options({"kafka.bootstrap.servers": bootstrap}))
+    # Nobody listening: assume support (the query then fails loudly instead of downgrading).
+    assert brokers_support_transactions(parse_sink_options({"kafka.bootstrap.servers": "127.0.0.1:1"}))

@@ -25,8 +25,29 @@ class Cluster:
 
     def list_groups(self) -> list[views.GroupListing]:
         result = self._result(self.admin.list_consumer_groups(request_timeout=self.timeout_s))
-        return sorted((views.GroupListing(g.group_id, state_name(g.state)) for g in result.valid),
+        return sorted((views.GroupListing(g.group_id, state_name(g.state), type_name(g.type)) for g in result.valid),
                       key=lambda g: g.group_id)
+
+    def list_share_groups(self) -> list[views.GroupListing]:
+        """The share groups (KIP-932), which confluent-kafka's AdminClient does not list: a
+        ListGroups with the types filter "share" to every broker (cli/share_group_admin.py)."""
+        import asyncio
+
+        import click
+
+        from logbroker.cli.share_group_admin import ShareAdmin
+
+        async def listed():
+            admin = ShareAdmin(self.bootstrap)
+            try:
+                await admin.metadata()
+                return await admin.list_groups()
+            finally:
+                await admin.close()
+        try:
+            return [views.GroupListing(group_id, state, "Share") for group_id, state in asyncio.run(listed())]
+        except (OSError, click.ClickException) as e:
+            fail_with(e, self.bootstrap)
 
     def describe(self, group: str):
         """The ConsumerGroupDescription, or None for a group that does not exist."""
@@ -76,3 +97,7 @@ class Cluster:
 
 def state_name(state) -> str:
     return views.STATE_NAMES.get(getattr(state, "name", str(state)), "Unknown")
+
+
+def type_name(group_type) -> str:
+    return views.TYPE_NAMES.get(getattr(group_type, "name", str(group_type)), "Unknown")

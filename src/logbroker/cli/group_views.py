@@ -28,10 +28,15 @@ REBALANCING_STATES = frozenset({"PreparingRebalance", "CompletingRebalance"})
 INACTIVE_STATES = frozenset({"Empty", "Dead"})
 
 
+# Kafka's GroupType names (its toString), by confluent-kafka's ConsumerGroupType member name.
+TYPE_NAMES = {"UNKNOWN": "Unknown", "CONSUMER": "Consumer", "CLASSIC": "Classic"}
+
+
 @dataclass(frozen=True, slots=True)
 class GroupListing:
     group_id: str
     state: str
+    type: str = "Classic"  # Kafka's GroupType name: Classic, Consumer (KIP-848), Share (KIP-932)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +87,29 @@ def _pad(value: str, width: int) -> str:
     return value.ljust(width)
 
 
-def list_lines(groups: list[GroupListing], *, with_state: bool) -> list[str]:
-    """`--list`: one group id per line; with `--state`, a GROUP / STATE table."""
-    if not with_state:
+def list_lines(groups: list[GroupListing], *, with_state: bool, with_type: bool = False) -> list[str]:
+    """`--list`: one group id per line; with `--type` and/or `--state`, a GROUP [TYPE] [STATE]
+    table (Kafka's ConsumerGroupCommand.printGroupInfo)."""
+    if not with_state and not with_type:
         return [g.group_id for g in groups]
     width = max([15] + [len(g.group_id) for g in groups]) + 10
-    return ([f"{_pad('GROUP', width)} {_pad('STATE', 20)}"]
-            + [f"{_pad(g.group_id, width)} {_pad(g.state, 20)}" for g in groups])
+
+    def line(group: str, type_: str, state: str) -> str:
+        cells = [_pad(group, width)] + ([_pad(type_, 20)] if with_type else []) + ([_pad(state, 20)] if with_state else [])
+        return " ".join(cells)
+    return [line("GROUP", "TYPE", "STATE")] + [line(g.group_id, g.type, g.state) for g in groups]
+
+
+def parse_types(text: str) -> set[str]:
+    """`--list --type consumer,classic`: Kafka's group type names, any case. Raises ValueError."""
+    by_lower = {name.lower(): name for name in ("Classic", "Consumer", "Share")}
+    types = set()
+    for part in text.split(","):
+        name = by_lower.get(part.strip().lower())
+        if name is None:
+            raise ValueError(f"Invalid types list '{text}'. Valid types are: classic, consumer, share")
+        types.add(name)
+    return types
 
 
 def offsets_lines(rows: list[OffsetRow]) -> list[str]:

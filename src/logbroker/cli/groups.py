@@ -72,6 +72,9 @@ def _option_name(name: str) -> str:
 @click.option("--state", is_flag=False, flag_value="", default=None, metavar="[STATES]",
               help="--describe: the group's state. --list: show states, only these if given "
                    "(comma-separated).")
+@click.option("--type", "type_", is_flag=False, flag_value="", default=None, metavar="[TYPES]",
+              help="--list: show group types (Classic, Consumer, Share), only these if given "
+                   "(comma-separated).")
 @click.option("--to-earliest", is_flag=True, help="Reset to the log start offset.")
 @click.option("--to-latest", is_flag=True, help="Reset to the log end offset.")
 @click.option("--to-current", is_flag=True, help="Reset to the current committed offset.")
@@ -86,7 +89,7 @@ def _option_name(name: str) -> str:
 def groups(bootstrap_server: str, command_config: str | None, timeout_ms: int, list_: bool,
            describe: bool, delete: bool, reset_offsets: bool, delete_offsets: bool,
            groups: tuple[str, ...], all_groups: bool, topics: tuple[str, ...], all_topics: bool,
-           members: bool, offsets: bool, state: str | None, to_earliest: bool, to_latest: bool,
+           members: bool, offsets: bool, state: str | None, type_: str | None, to_earliest: bool, to_latest: bool,
            to_current: bool, to_offset: int | None, shift_by: int | None,
            to_datetime: str | None, by_duration: str | None, dry_run: bool,
            execute: bool) -> None:
@@ -126,8 +129,10 @@ def groups(bootstrap_server: str, command_config: str | None, timeout_ms: int, l
     group_ids = list(groups) if groups else (
         [g.group_id for g in cluster.list_groups()] if all_groups else [])
 
+    if type_ is not None and action != "list":
+        raise click.UsageError("Option --type is only for --list")
     if action == "list":
-        _list(cluster, state)
+        _list(cluster, state, type_)
     elif action == "describe":
         if sum([members, offsets, state is not None]) > 1:
             raise click.UsageError("Option --describe takes at most one of --members, --offsets, "
@@ -150,15 +155,20 @@ def groups(bootstrap_server: str, command_config: str | None, timeout_ms: int, l
         _delete_offsets(cluster, group_ids[0], topics)
 
 
-def _list(cluster: Cluster, state_filter: str | None) -> None:
+def _list(cluster: Cluster, state_filter: str | None, type_filter: str | None) -> None:
     listings = cluster.list_groups()
-    if state_filter:
-        try:
+    if type_filter is not None:  # with types shown, the share groups too (KIP-932)
+        listings = sorted(listings + cluster.list_share_groups(), key=lambda g: g.group_id)
+    try:
+        if state_filter:
             wanted = views.parse_states(state_filter)
-        except ValueError as e:
-            raise click.UsageError(str(e)) from None
-        listings = [g for g in listings if g.state in wanted]
-    for line in views.list_lines(listings, with_state=state_filter is not None):
+            listings = [g for g in listings if g.state in wanted]
+        if type_filter:
+            types = views.parse_types(type_filter)
+            listings = [g for g in listings if g.type in types]
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    for line in views.list_lines(listings, with_state=state_filter is not None, with_type=type_filter is not None):
         click.echo(line)
 
 

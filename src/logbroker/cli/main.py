@@ -18,6 +18,7 @@ COMMANDS = {
     "perf": ("logbroker.cli.perf", "perf"),
     "status": ("logbroker.cli.status", "status"),
     "groups": ("logbroker.cli.groups", "groups"),
+    "share-groups": ("logbroker.cli.share_groups", "share_groups"),
     "transactions": ("logbroker.cli.transactions", "transactions"),
     "users": ("logbroker.cli.users", "users"),
     "configs": ("logbroker.cli.configs", "configs"),

@@ -8,6 +8,12 @@ worker thread, up to the log end offset), then *owned*; when it stops leading, i
 dropped. `CoordinatedPartitions` keeps that bookkeeping; the coordinator installs and unloads the
 groups themselves (their timers and parked requests are its business).
 
+Replaying dispatches each record by its key's version, as Kafka's GroupCoordinatorShard.replay:
+offset commits (key versions 0 and 1) are the same for every group type and handled here; each
+group type brings a `GroupRecords` that takes the key versions of its own records (classic: 2;
+Kafka 4's consumer groups: 3-8 and 16; share groups: 9-15) and makes its groups at the end. A key
+version no type takes (a newer Kafka's record type) is skipped with a warning.
+
 Why the epoch: a load runs in a worker thread and may finish after this broker has lost the
 partition (and maybe won it back, with another broker's writes in between). A load started at
 leader epoch e is installed only if the partition is still loading at e when it ends; otherwise it
@@ -18,19 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from typing import ClassVar, Protocol
 
 from logbroker.clock import Clock
-from logbroker.coordinator.group_metadata import GroupMetadata, GroupState, MemberMetadata
+from logbroker.coordinator.classic_group import ClassicGroup
+from logbroker.coordinator.group import Group
 from logbroker.coordinator.offsets_log import replay_transactional
 from logbroker.coordinator.offsets_schema import (
     OFFSETS_TOPIC,
-    GroupMetadataKey,
-    GroupMetadataRecord,
     OffsetAndMetadata,
     OffsetCommitKey,
     UnknownSchemaError,
-    decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
 )
@@ -83,17 +89,31 @@ class CoordinatedPartitions:
         return held
 
 
+class GroupRecords(Protocol):
+    """One group type's records of one partition being loaded. Made afresh for each load and
+    used by one thread: `replay` each record of a key version in KEY_VERSIONS in log order (a
+    None value is a tombstone), then `groups` once."""
+
+    KEY_VERSIONS: ClassVar[frozenset[int]]
+
+    def replay(self, key: bytes, value: bytes | None) -> None: ...
+
+    def groups(self, now_ms: int) -> Iterable[Group]: ...
+
+
 class GroupLoader:
     """Runs on the event loop; only `load_groups` runs in a worker thread."""
 
     RETRY_S = 1.0  # after a failed load (a segment swapped by the cleaner under the reader, …)
 
-    def __init__(self, *, install: Callable[[dict[str, GroupMetadata]], None],
-                 unload: Callable[[int], int], clock: Clock) -> None:
+    def __init__(self, *, install: Callable[[dict[str, Group]], None],
+                 unload: Callable[[int], int], clock: Clock,
+                 record_types: Sequence[Callable[[], GroupRecords]]) -> None:
         self.partitions = CoordinatedPartitions()
         self._install = install
         self._unload = unload
         self._clock = clock
+        self._record_types = record_types
 
     def on_leadership_change(self, tp: TopicPartition, partition) -> None:
         """ReplicaManager's leadership listener: `partition` is None when the replica was stopped."""
@@ -116,10 +136,11 @@ class GroupLoader:
         end_offset = log_.log_end_offset
         started_ms = self._clock.time_ms()
         if not in_background or end_offset <= log_.log_start_offset:
-            self._finish(partition, epoch, load_groups(log_, end_offset, index, started_ms), started_ms)
+            self._finish(partition, epoch, load_groups(log_, end_offset, index, started_ms, self._record_types), started_ms)
             return
         log.info("Scheduling loading of offsets and group metadata from %s at leader epoch %d", partition.tp, epoch)
-        future = asyncio.get_running_loop().run_in_executor(None, load_groups, log_, end_offset, index, started_ms)
+        future = asyncio.get_running_loop().run_in_executor(None, load_groups, log_, end_offset, index, started_ms,
+                                                              self._record_types)
         future.add_done_callback(lambda f: self._loaded(partition, epoch, f, started_ms))
 
     def _loaded(self, partition, epoch: int, future, started_ms: int) -> None:
@@ -136,7 +157,7 @@ class GroupLoader:
         if self.partitions.loading.get(partition.tp.partition) == epoch:  # not resigned or re-elected since
             self._load(partition, in_background=True)
 
-    def _finish(self, partition, epoch: int, groups: dict[str, GroupMetadata], started_ms: int) -> None:
+    def _finish(self, partition, epoch: int, groups: dict[str, Group], started_ms: int) -> None:
         if not self.partitions.finish(partition.tp.partition, epoch):
             log.info("Discarded the groups loaded from %s at leader epoch %d: leadership moved meanwhile",
                      partition.tp, epoch)
@@ -146,13 +167,20 @@ class GroupLoader:
                  epoch, self._clock.time_ms() - started_ms)
 
 
-def load_groups(log_: Log, end_offset: int, partition_index: int, now_ms: int) -> dict[str, GroupMetadata]:
+def load_groups(log_: Log, end_offset: int, partition_index: int, now_ms: int,
+                record_types: Sequence[Callable[[], GroupRecords]]) -> dict[str, Group]:
     """The groups stored in `log_` below `end_offset`, with their committed offsets. Members come
     back as they were, without session timers (the coordinator arms them): those that do not
     heartbeat within their session timeout are then removed and the group rebalances, as on
-    Kafka. Blocks on disk; touches no coordinator state, so it may run in a worker thread."""
+    Kafka. A group id with offsets and no group record is an Empty classic group, as Kafka
+    makes one for a commit from outside group management. Blocks on disk; touches no
+    coordinator state, so it may run in a worker thread."""
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-    records: dict[str, GroupMetadataRecord | None] = {}
+    by_version: dict[int, GroupRecords] = {}
+    types = [make() for make in record_types]
+    for records in types:
+        by_version.update(dict.fromkeys(records.KEY_VERSIONS, records))
+    unknown_versions: set[int] = set()
     # Transactional offset commits, by producer id then group: applied at their COMMIT marker.
     pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
     for key_bytes, value, producer_id, marker in replay_transactional(log_, end_offset):
@@ -162,8 +190,10 @@ def load_groups(log_: Log, end_offset: int, partition_index: int, now_ms: int) -
                     offsets.setdefault(group_id, {}).update(group_offsets)
             continue
         try:
-            key = decode_key(key_bytes)
-            if isinstance(key, OffsetCommitKey):
+            (version,) = _KEY_VERSION.unpack_from(key_bytes)
+            if version in (0, 1):
+                key = decode_key(key_bytes)
+                assert isinstance(key, OffsetCommitKey)
                 tp = TopicPartition(key.topic, key.partition)
                 if producer_id >= 0:
                     if value is not None:
@@ -175,35 +205,27 @@ def load_groups(log_: Log, end_offset: int, partition_index: int, now_ms: int) -
                     group_offsets.pop(tp, None)
                 else:
                     group_offsets[tp] = decode_offset_commit_value(value)
-            elif isinstance(key, GroupMetadataKey):
-                records[key.group] = None if value is None else decode_group_metadata_value(value)
-        except (UnknownSchemaError, ValueError, IndexError) as exc:
+            elif (records := by_version.get(version)) is not None:
+                records.replay(key_bytes, value)
+            elif version not in unknown_versions:
+                unknown_versions.add(version)
+                log.warning("Skipping records of %s-%d with key version %d, which this broker does not know",
+                            OFFSETS_TOPIC, partition_index, version)
+        except (UnknownSchemaError, ValueError, IndexError, struct.error) as exc:
             log.warning("Skipping an unreadable record of %s-%d: %s", OFFSETS_TOPIC, partition_index, exc)
-    groups = {}
+    groups: dict[str, Group] = {}
+    for records in types:
+        for group in records.groups(now_ms):
+            groups[group.group_id] = group
     open_txn_groups = {group_id for by_group in pending.values() for group_id in by_group}
-    for group_id in set(offsets) | set(records) | open_txn_groups:
-        record = records.get(group_id)
-        group_offsets = offsets.get(group_id, {})
-        if record is None and not group_offsets and group_id not in open_txn_groups:
-            continue
-        group = restore_group(group_id, record, now_ms)
-        group.offsets = group_offsets
+    for group_id in set(offsets) | open_txn_groups:
+        if group_id not in groups and (offsets.get(group_id) or group_id in open_txn_groups):
+            groups[group_id] = ClassicGroup(group_id, current_state_timestamp_ms=now_ms)
+    for group_id, group in groups.items():
+        group.offsets = offsets.get(group_id, {})
         group.pending_txn_offsets = {pid: by_group[group_id] for pid, by_group in pending.items()
                                      if group_id in by_group}
-        groups[group_id] = group
     return groups
 
 
-def restore_group(group_id: str, record: GroupMetadataRecord | None, now_ms: int) -> GroupMetadata:
-    """A group as its latest metadata record left it: Stable with its members, or Empty."""
-    if record is None:
-        return GroupMetadata(group_id, current_state_timestamp_ms=now_ms)
-    group = GroupMetadata(group_id, generation_id=record.generation, protocol_type=record.protocol_type or None,
-                          protocol_name=record.protocol, current_state_timestamp_ms=record.current_state_timestamp_ms)
-    for m in record.members:
-        group.add(MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                 m.rebalance_timeout_ms, m.session_timeout_ms, record.protocol_type,
-                                 [(record.protocol or "", m.subscription)], assignment=m.assignment))
-    group.leader_id = record.leader if record.leader in group.members else next(iter(group.members), None)
-    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
-    return group
+_KEY_VERSION = struct.Struct(">h")

@@ -13,16 +13,12 @@ loop.
 
 from __future__ import annotations
 
-from logbroker.coordinator.group_metadata import GroupMetadata, GroupState
+from logbroker.coordinator.classic_group import ClassicGroup
+from logbroker.coordinator.group import Group
 from logbroker.coordinator.offsets_log import COMMIT_TIMEOUT_MS, map_append_error
 from logbroker.coordinator.offsets_schema import OFFSETS_TOPIC, OffsetAndMetadata, encode_offset_commit_key, \
     encode_offset_commit_value
-from logbroker.errors import (
-    CoordinatorNotAvailableError,
-    FencedInstanceIdError,
-    IllegalGenerationError,
-    UnknownMemberIdError,
-)
+from logbroker.errors import CoordinatorNotAvailableError
 from logbroker.records.builder import build_batch
 from logbroker.types import TopicPartition
 
@@ -34,18 +30,12 @@ async def commit_transactional_offsets(coordinator, *, group_id: str, producer_i
     coordinator.check_group(group_id)
     group = coordinator.groups.get(group_id)
     if group is None:
-        group = coordinator.groups[group_id] = GroupMetadata(group_id, current_state_timestamp_ms=coordinator._now())
-    if group.is_(GroupState.DEAD):
+        group = coordinator.groups[group_id] = ClassicGroup(group_id, current_state_timestamp_ms=coordinator.now_ms())
+    if group.is_dead:
         raise CoordinatorNotAvailableError(f"group {group_id} is being removed")
-    if generation_id >= 0 or member_id or group_instance_id is not None:
-        mapped = group.static_member_id(group_instance_id)
-        if mapped is not None and mapped != member_id:
-            raise FencedInstanceIdError(f"instance {group_instance_id} is now another member")
-        if member_id and member_id not in group.members:
-            raise UnknownMemberIdError(f"member {member_id} is not in group {group_id}")
-        if generation_id >= 0 and generation_id != group.generation_id:
-            raise IllegalGenerationError(
-                f"generation {generation_id} is not group {group_id}'s current {group.generation_id}")
+    group.validate_offset_commit(member_id=member_id, group_instance_id=group_instance_id,
+                                 generation_id_or_member_epoch=generation_id, is_transactional=True,
+                                 api_version=0)
     if not offsets:
         return
     tp = coordinator.coordinator_partition(group_id)
@@ -53,7 +43,7 @@ async def commit_transactional_offsets(coordinator, *, group_id: str, producer_i
     entry = partition.log.producer_state.last_entry(producer_id)
     sequence = entry.last_seq + 1 if entry is not None and entry.producer_epoch == producer_epoch \
         and entry.last_seq >= 0 else 0
-    now_ms = coordinator._now()
+    now_ms = coordinator.now_ms()
     records = [(encode_offset_commit_key(group_id, p.topic, p.partition), encode_offset_commit_value(o), (), now_ms)
                for p, o in offsets.items()]
     batch = bytearray(build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch,
@@ -88,5 +78,5 @@ def complete_transactional_offsets(coordinator, tp: TopicPartition, producer_id:
             group.offsets.update(pending)
 
 
-def has_pending_offset(group: GroupMetadata | None, tp: TopicPartition) -> bool:
+def has_pending_offset(group: Group | None, tp: TopicPartition) -> bool:
     return group is not None and any(tp in pending for pending in group.pending_txn_offsets.values())

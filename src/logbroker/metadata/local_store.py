@@ -6,7 +6,8 @@ ids, assignments and config overrides, partition states, the producer-id block, 
 `{"SCRAM-SHA-256": "salt=…,stored_key=…,server_key=…,iterations=4096"}`), client quota configs
 (under "client_quotas", by the entity's config path as in ZooKeeper: `users/alice`,
 `clients/<default>`, `users/alice/clients/app` → `{"producer_byte_rate": "1024"}`), ACLs (under "acls",
-one entry per resource pattern with its entries in the JSON of Kafka's /kafka-acl znodes) — in
+one entry per resource pattern with its entries in the JSON of Kafka's /kafka-acl znodes), group
+config overrides (under "groups") — in
 `<log.dir>/logbroker-metadata.json`. Every change rewrites the file atomically (write a temp file,
 fsync, rename), so after a crash the file is either the old or the new version, never a mix.
 Blocking file I/O; changes are rare (topic admin), so callers may run it on the event loop.
@@ -41,6 +42,7 @@ class LocalMetadataStore:
         self._users: dict[str, dict[str, str]] = {}
         self._acls: dict[ResourcePattern, frozenset] = {}
         self._client_quotas: dict[str, dict[str, str]] = {}
+        self._group_configs: dict[str, dict[str, str]] = {}
         self.cluster_id = ""
         if self.path.exists():
             self._load()
@@ -171,6 +173,18 @@ class LocalMetadataStore:
         self._save()
         return written
 
+    # -- group configs (Kafka 4's GROUP config resources) ---------------------------------------
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        return dict(self._group_configs.get(group_id, {}))
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        """Replace a group's config overrides (none left: the entry goes)."""
+        if configs:
+            self._group_configs[group_id] = dict(configs)
+        else:
+            self._group_configs.pop(group_id, None)
+        self._save()
+
     # -- persistence --------------------------------------------------------------------------
     def _require(self, name: str) -> TopicInfo:
         info = self._topics.get(name)
@@ -187,6 +201,7 @@ class LocalMetadataStore:
             self._client_quotas = {path: dict(c) for path, c in data.get("client_quotas", {}).items()}
             self._acls = {pattern_from_key(key): decode_acls(acls)
                           for key, acls in data.get("acls", {}).items()}
+            self._group_configs = {group: dict(c) for group, c in data.get("groups", {}).items()}
             for name, t in data["topics"].items():
                 info = TopicInfo(name, topic_id_from_str(t["topic_id"]),
                                  {int(p): tuple(r) for p, r in t["partitions"].items()}, dict(t["configs"]))
@@ -217,6 +232,7 @@ class LocalMetadataStore:
             "users": {user: dict(sorted(m.items())) for user, m in sorted(self._users.items())},
             "acls": {pattern_key(p): encode_acls(e) for p, e in sorted(self._acls.items())},
             "client_quotas": {path: dict(sorted(c.items())) for path, c in sorted(self._client_quotas.items())},
+            "groups": {group: dict(sorted(c.items())) for group, c in sorted(self._group_configs.items())},
         }
         tmp = self.path.with_suffix(".tmp")
         try:

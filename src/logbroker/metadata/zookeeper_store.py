@@ -453,6 +453,23 @@ class ZooKeeperMetadataStore:
                 raise StaleStateError(f"Topic '{name}' changed while partitions were being added; "
                                       "retry.") from None
 
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        """A group's config overrides (`/config/groups/<group>`, where a ZooKeeper-era Kafka
+        would keep them beside topics and users; {} if it has none)."""
+        with self._errors():
+            try:
+                return zk.decode_config(self._client.get(zk.config_path("groups", group_id))[0])
+            except NoNodeError:
+                return {}
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        with self._errors():
+            path = zk.config_path("groups", group_id)
+            try:
+                self._client.set(path, zk.encode_config(configs))
+            except NoNodeError:
+                self._client.create(path, zk.encode_config(configs), makepath=True)
+
     def topic_configs(self, name: str) -> dict[str, str]:
         """A topic's config overrides (`/config/topics/<topic>`; {} if it has none)."""
         with self._errors():

@@ -85,6 +85,18 @@ class ApiKey(enum.IntEnum):
     GET_TELEMETRY_SUBSCRIPTIONS = 71
     PUSH_TELEMETRY = 72
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    INITIALIZE_SHARE_GROUP_STATE = 83
+    READ_SHARE_GROUP_STATE = 84
+    WRITE_SHARE_GROUP_STATE = 85
+    DELETE_SHARE_GROUP_STATE = 86
+    READ_SHARE_GROUP_STATE_SUMMARY = 87
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +165,8 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.LIST_GROUPS, 0, 5, 3),
     ApiSpec(ApiKey.DELETE_GROUPS, 0, 2, 2),
     ApiSpec(ApiKey.OFFSET_DELETE, 0, 0, None),
+    ApiSpec(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, 0),  # KIP-848 consumer groups
+    ApiSpec(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, 0),
     ApiSpec(ApiKey.SASL_HANDSHAKE, 0, 1, None),
     ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 2, 2),
     ApiSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, 0),
@@ -167,6 +181,19 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, 0),
     ApiSpec(ApiKey.WRITE_TXN_MARKERS, 1, 2, 1),  # inter-broker; kio has no v0 (gone in Kafka 4)
     ApiSpec(ApiKey.DESCRIBE_PRODUCERS, 0, 0, 0),
+    # KIP-932 share groups (kio has no v0: Kafka 4.0's early-access versions are gone).
+    ApiSpec(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, 0),
+    ApiSpec(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, 0),
+    ApiSpec(ApiKey.SHARE_FETCH, 1, 2, 0),
+    ApiSpec(ApiKey.SHARE_ACKNOWLEDGE, 1, 2, 0),
+    ApiSpec(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, 0, 0),  # inter-broker: the share persister
+    ApiSpec(ApiKey.READ_SHARE_GROUP_STATE, 0, 0, 0),
+    ApiSpec(ApiKey.WRITE_SHARE_GROUP_STATE, 0, 1, 0),
+    ApiSpec(ApiKey.DELETE_SHARE_GROUP_STATE, 0, 0, 0),
+    ApiSpec(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 0, 1, 0),
+    ApiSpec(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, 0),
+    ApiSpec(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, 0),
+    ApiSpec(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, 0),
     ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, controlled_shutdown.MIN_VERSION, controlled_shutdown.MAX_VERSION,
             controlled_shutdown.FLEXIBLE_FROM),  # inter-broker, ZooKeeper mode; not in kio (Kafka 4)
 )

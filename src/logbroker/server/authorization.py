@@ -24,6 +24,7 @@ from logbroker.server.config_defs import ConfigError
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 CONFIG_RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC in the config APIs
+CONFIG_RESOURCE_GROUP = 32  # ConfigResource.Type.GROUP (Kafka 4's group configs)
 
 
 def create_authorizer(config) -> AclAuthorizer | None:
@@ -123,11 +124,14 @@ def may_create_topic(broker, request, name: str) -> bool:
 
 def require_config_access(broker, request, operation: AclOperation, resource) -> None:
     """DESCRIBE_CONFIGS or ALTER_CONFIGS on a config resource of DescribeConfigs/AlterConfigs:
-    a topic (type 2) is checked on the topic, a broker (4) or broker logger (8) on the cluster."""
+    a topic (type 2) is checked on the topic, a group (32) on the group, a broker (4) or broker
+    logger (8) on the cluster."""
     if broker.authorizer is None:
         return
     if resource.resource_type == CONFIG_RESOURCE_TOPIC:
         require_topic(broker, request, operation, resource.resource_name)
+    elif resource.resource_type == CONFIG_RESOURCE_GROUP:
+        require_group(broker, request, operation, resource.resource_name)
     else:
         require_cluster(broker, request, operation)
 

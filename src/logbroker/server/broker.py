@@ -72,6 +72,8 @@ class Broker:
         self.controller: Controller | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.share_coordinator = self.share_groups = self.share_partition_manager = self.share_persister = None
+        self.share_group_offsets = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.transaction_verifier: TransactionVerifier | None = None
         self.server: KafkaServer | None = None
@@ -172,6 +174,7 @@ class Broker:
         self.group_coordinator = GroupCoordinator(broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store, create_topic=self.create_topic, clock=self.clock,
                                                   live_brokers=(lambda: len(self.store.brokers())) if self.zk is not None else None)
         self.group_coordinator.load()
+        self._start_share_groups()
         live_brokers = (lambda: len(self.store.brokers())) if self.zk is not None else None
         self.transaction_coordinator = TransactionCoordinator(
             broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store,
@@ -203,6 +206,13 @@ class Broker:
         if self.zk is not None:
             await self._join_cluster()
         self._start_periodic_tasks()
+
+    def _start_share_groups(self) -> None:
+        """KIP-932: the share coordinator (state in __share_group_state), the share groups'
+        membership (beside the consumer groups, same coordinator partition), and the
+        share-partition manager serving ShareFetch/ShareAcknowledge on partition leaders."""
+        from logbroker.server.share_groups import start_share_groups
+        start_share_groups(self)
 
     def _listener_security(self, name: str):
         from logbroker.server.listener_security import listener_security
@@ -471,6 +481,9 @@ class Broker:
         if self.transaction_coordinator is not None:
             await self.transaction_coordinator.shutdown()
             await self.transaction_verifier.close()
+        if self.share_partition_manager is not None:
+            self.share_partition_manager.shutdown()
+            await self.share_persister.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.log_manager is not None:

@@ -249,6 +249,20 @@ class KafkaConfig:
     group_initial_rebalance_delay_ms: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
+    group_consumer_session_timeout_ms: int
+    group_consumer_heartbeat_interval_ms: int
+    group_consumer_assignors: list[str]
+    group_consumer_max_size: int
+    # Share groups
+    group_share_record_lock_duration_ms: int
+    group_share_delivery_count_limit: int
+    group_share_partition_max_record_locks: int
+    group_share_session_timeout_ms: int
+    group_share_heartbeat_interval_ms: int
+    share_coordinator_state_topic_num_partitions: int
+    share_coordinator_state_topic_replication_factor: int
+    share_coordinator_state_topic_min_isr: int
+    share_coordinator_state_topic_segment_bytes: int
     # Transactions and producer ids
     transaction_state_log_num_partitions: int
     transaction_state_log_replication_factor: int

@@ -14,6 +14,7 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from logbroker.coordinator.assignors import assignors_from_config
 from logbroker.errors import InvalidConfigError
 from logbroker.replication.replica_selector import SELECTORS
 from logbroker.storage.log_config import (
@@ -48,6 +49,14 @@ class BrokerConfigDef:
     default: object
     doc: str
     check: Callable[[object], str | None] | None = None
+
+
+def _known_assignors(names: object) -> str | None:
+    try:
+        assignors_from_config(list(names))  # type: ignore[arg-type]
+    except ValueError as exc:
+        return str(exc)
+    return None if names else "at least one assignor"
 
 
 HOUR_MS = 3_600_000
@@ -263,6 +272,34 @@ _BROKER_ONLY_DEFS = (
     _D("group.min.session.timeout.ms", "int", 6000, "smallest session timeout a member may ask"),
     _D("group.max.session.timeout.ms", "int", 1_800_000,
        "largest session timeout a member may ask"),
+    # Consumer groups on the KIP-848 protocol
+    _D("group.consumer.session.timeout.ms", "int", 45_000,
+       "a consumer-protocol member heartbeating less often than this is removed", at_least(1)),
+    _D("group.consumer.heartbeat.interval.ms", "int", 5_000,
+       "how often consumer-protocol members are told to heartbeat", at_least(1)),
+    _D("group.consumer.assignors", "list", ["uniform", "range"],
+       "server-side assignors members may ask for, the first the default: uniform, range (or "
+       "Kafka's class names of them)", _known_assignors),
+    _D("group.consumer.max.size", "int", INT_MAX, "most members of one consumer group", at_least(1)),
+    # Share groups (KIP-932) and their share coordinator
+    _D("group.share.record.lock.duration.ms", "int", 30_000,
+       "how long a share consumer holds the records it acquired before they are released", at_least(1000)),
+    _D("group.share.delivery.count.limit", "int", 5,
+       "deliveries of a record to share consumers before it is archived", between(2, 10)),
+    _D("group.share.partition.max.record.locks", "int", 2000,
+       "in-flight records of one share-partition (its window's size)", at_least(100)),
+    _D("group.share.session.timeout.ms", "int", 45_000,
+       "a share group member not heard from for this long is removed", at_least(1)),
+    _D("group.share.heartbeat.interval.ms", "int", 5000,
+       "how often share group members heartbeat", at_least(1)),
+    _D("share.coordinator.state.topic.num.partitions", "int", 50, "partitions of __share_group_state",
+       at_least(1)),
+    _D("share.coordinator.state.topic.replication.factor", "short", 3,
+       "replication factor of __share_group_state; a single node uses 1", at_least(1)),
+    _D("share.coordinator.state.topic.min.isr", "short", 2, "min.insync.replicas of __share_group_state",
+       at_least(1)),
+    _D("share.coordinator.state.topic.segment.bytes", "int", 104_857_600,
+       "segment.bytes of __share_group_state", at_least(1)),
     # Transactions and producer ids
     _D("transaction.state.log.num.partitions", "int", 50, "partitions of __transaction_state",
        at_least(1)),
@@ -318,11 +355,10 @@ delegation.token.expiry.check.interval.ms delegation.token.expiry.time.ms
 delegation.token.master.key delegation.token.max.lifetime.ms delegation.token.secret.key
 delete.records.purgatory.purge.interval.requests early.start.listeners
 eligible.leader.replicas.enable fetch.max.bytes fetch.purgatory.purge.interval.requests
-follower.replication.throttled.rate group.consumer.assignors
-group.consumer.heartbeat.interval.ms group.consumer.max.heartbeat.interval.ms
-group.consumer.max.session.timeout.ms group.consumer.max.size group.consumer.migration.policy
+follower.replication.throttled.rate group.consumer.max.heartbeat.interval.ms
+group.consumer.max.session.timeout.ms group.consumer.migration.policy
 group.consumer.min.heartbeat.interval.ms group.consumer.min.session.timeout.ms
-group.consumer.session.timeout.ms group.coordinator.append.linger.ms
+group.coordinator.append.linger.ms
 group.coordinator.new.enable group.coordinator.rebalance.protocols group.coordinator.threads
 group.max.size group.share.delivery.count.limit group.share.enable
 group.share.heartbeat.interval.ms group.share.max.groups group.share.max.heartbeat.interval.ms

@@ -108,14 +108,16 @@ class Dispatcher:
         ctx.handler_ns = perf_counter_ns() - start_ns
         if asyncio.iscoroutine(result):
             return self._finish(ctx, result)
-        return self._throttled(ctx, result)
+        try:
+            return self._throttled(ctx, result)
+        except Exception as exc:  # noqa: BLE001 - a response our encoder refuses is our bug
+            return self._failed(ctx, exc)
 
     async def _finish(self, ctx: RequestContext, coroutine):
         try:
-            result = await coroutine
+            return self._throttled(ctx, await coroutine)
         except Exception as exc:  # noqa: BLE001
             return self._failed(ctx, exc)
-        return self._throttled(ctx, result)
 
     def _throttled(self, ctx: RequestContext, result):
         """Encode `result`, first counting the request against the client's request quota (when

@@ -29,6 +29,11 @@ Names are Kafka's JMX metrics as the Prometheus JMX exporter's standard Kafka ru
         → kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize
         (and LogAppendRetryQueueSize: markers not yet written); the transaction-coordinator-metrics
         group's partition-load-time-max/-avg → kafka_server_transaction_coordinator_metrics_partition_load_time_max
+    kafka.server:type=group-coordinator-metrics,name=group-count,protocol=consumer
+        → kafka_server_group_coordinator_metrics_group_count{protocol="consumer"} (classic, …);
+        name=consumer-group-count,state=stable → …_consumer_group_count{state="stable"} (likewise
+        classic-group-count and every other group type's); consumer-group-rebalance-count
+        → …_consumer_group_rebalance_total (group epoch bumps)
     consumer-group lag, which Kafka has no JMX metric for, as kafka_exporter names it:
         kafka_consumergroup_lag{consumergroup,topic,partition}, kafka_consumergroup_current_offset
 
@@ -64,7 +69,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from logbroker.errors import KafkaError, MessageTooLargeError, UnknownTopicOrPartitionError
 from logbroker.protocol.apis import SUPPORTED_APIS, ApiKey
@@ -318,6 +323,7 @@ class BrokerCollector:
         yield from self._server()
         yield from self._quotas()
         yield from self._group_lag()
+        yield from self._group_coordinator()
         yield from self._transaction_coordinator()
 
     def _topic_metrics(self, hosted_topics: set[str]) -> Iterable[Metric]:
@@ -381,6 +387,9 @@ class BrokerCollector:
         start = GaugeMetricFamily("kafka_log_log_logstartoffset", "First offset held", labels=labels)
         size = GaugeMetricFamily("kafka_log_log_size", "Bytes on disk in the partition's segments", labels=labels)
         segments = GaugeMetricFamily("kafka_log_log_numlogsegments", "Segments of the partition", labels=labels)
+        lso_lag = GaugeMetricFamily("kafka_cluster_partition_laststableoffsetlag",
+                                    "High watermark minus last stable offset: how far open transactions "
+                                    "hold read_committed consumers back (LastStableOffsetLag)", labels=labels)
         for p in sorted(partitions, key=lambda p: (p.tp.topic, p.tp.partition)):
             values = [p.tp.topic, str(p.tp.partition)]
             log_ = p.log
@@ -388,7 +397,8 @@ class BrokerCollector:
             start.add_metric(values, log_.log_start_offset)
             size.add_metric(values, log_.size_in_bytes)
             segments.add_metric(values, len(log_.segments))
-        yield from (end, start, size, segments)
+            lso_lag.add_metric(values, p.high_watermark - p.last_stable_offset)
+        yield from (end, start, size, segments, lso_lag)
 
     def _server(self) -> Iterable[Metric]:
         broker = self.broker
@@ -453,6 +463,34 @@ class BrokerCollector:
                     lag.add_metric(values, max(partition.high_watermark - offset, 0))
         yield from (current, lag)
 
+
+    def _group_coordinator(self) -> Iterable[Metric]:
+        """Kafka 4's group-coordinator-metrics: groups by type, each type's groups by state, and
+        the rebalances of consumer-protocol groups (group epoch bumps)."""
+        coordinator = getattr(self.broker, "group_coordinator", None)
+        if coordinator is None:
+            return
+        prefix = "kafka_server_group_coordinator_metrics_"
+        by_type = GaugeMetricFamily(prefix + "group_count", "Groups this broker coordinates, by protocol",
+                                    labels=["protocol"])
+        by_state: dict[str, dict[str, int]] = {t.value: {} for t in coordinator.managers}
+        for group in coordinator.owned_groups():
+            states = by_state.setdefault(group.group_type.value, {})
+            states[group.state_name.lower()] = states.get(group.state_name.lower(), 0) + 1
+        for group_type, states in sorted(by_state.items()):
+            by_type.add_metric([group_type], sum(states.values()))
+        yield by_type
+        for group_type, states in sorted(by_state.items()):
+            family = GaugeMetricFamily(prefix + f"{group_type}_group_count",
+                                       f"{group_type.capitalize()} groups this broker coordinates, by state",
+                                       labels=["state"])
+            for state, count in sorted(states.items()):
+                family.add_metric([state], count)
+            yield family
+        rebalances = CounterMetricFamily(prefix + "consumer_group_rebalance",
+                                         "Group epoch bumps of consumer-protocol groups (consumer-group-rebalance-count)")
+        rebalances.add_metric([], coordinator.consumer.rebalances)
+        yield rebalances
 
     def _transaction_coordinator(self) -> Iterable[Metric]:
         coordinator = getattr(self.broker, "transaction_coordinator", None)

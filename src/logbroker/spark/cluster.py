@@ -13,6 +13,7 @@ loop.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 
@@ -23,6 +24,7 @@ from logbroker.spark.offsets import EARLIEST, LATEST, OffsetSpec, PartitionOffse
 from logbroker.spark.options import SourceOptions, Subscription
 
 METADATA_TIMEOUT_S = 30.0
+LIST_OFFSETS_TRY_S = 5.0
 
 
 def consumer_config(options: SourceOptions, *, purpose: str) -> dict[str, object]:
@@ -83,10 +85,26 @@ class ClusterView:
         if not queries:
             return {}
         request = [TopicPartition(t, p, q) for (t, p), q in queries.items()]
-        try:
-            answers = self._consumer.offsets_for_times(request, timeout=METADATA_TIMEOUT_S)
-        except KafkaException as e:
-            raise KafkaClientError(f"ListOffsets failed: {e}") from None
+        # During a leader failover librdkafka may keep asking the old leader until its metadata
+        # is refreshed; ask again (with fresh metadata) for up to METADATA_TIMEOUT_S in total.
+        deadline = time.monotonic() + METADATA_TIMEOUT_S
+        while True:
+            try:
+                answers = self._consumer.offsets_for_times(request, timeout=LIST_OFFSETS_TRY_S)
+                if not any(tp.error is not None and tp.error.retriable() for tp in answers):
+                    break
+                failure = "; ".join(str(tp.error) for tp in answers if tp.error is not None)
+            except KafkaException as e:
+                # Timeouts, and _DESTROY_BROKER when the dead leader's handle is decommissioned
+                # mid-request: all transient while a new leader is elected.
+                failure = str(e)
+            if time.monotonic() > deadline:
+                raise KafkaClientError(f"ListOffsets failed: {failure}")
+            try:
+                self._consumer.list_topics(timeout=LIST_OFFSETS_TRY_S)
+            except KafkaException:
+                pass
+            time.sleep(0.2)
         result: PartitionOffsets = {}
         for tp in answers:
             if tp.error is not None:

@@ -1,8 +1,9 @@
 """Reading one offset range of one partition over the Kafka protocol, as Arrow RecordBatches.
 
 An `OffsetRange` is the unit of work of a Spark task: `[from_offset, until_offset)` of one
-topic-partition. A read task assigns a fresh confluent-kafka consumer to the partition at
-`from_offset` (no group, no commits) and consumes until it has seen an offset ≥ `until_offset - 1`.
+topic-partition. A read task assigns a confluent-kafka consumer (reused across tasks, see
+`read_range`) to the partition at `from_offset` (no group, no commits) and consumes until it has
+seen an offset ≥ `until_offset - 1`.
 
 Offsets inside a range are not always contiguous: compaction removes records and transaction
 markers take offsets that consumers never see. So the loop never counts records to decide it is
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from logbroker.spark import clients
 from logbroker.spark.arrow import RecordBatchBuilder
 from logbroker.spark.cluster import consumer_config, data_loss_message
 from logbroker.spark.errors import DataLossError, KafkaClientError
@@ -78,20 +80,35 @@ def _cut(r: OffsetRange, parts: int) -> list[OffsetRange]:
 
 
 def read_range(options: SourceOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
-    """Yield the records of `r` as RecordBatches of at most `options.arrow_batch_rows` rows."""
+    """Yield the records of `r` as RecordBatches of at most `options.arrow_batch_rows` rows.
+
+    The consumer comes from the Python worker's cache (clients.py) and goes back there,
+    unassigned, when the range was read to its end: the next task or micro-batch on this worker
+    skips the bootstrap and metadata round trips. `unassign()` drops whatever the consumer had
+    prefetched, and `_consume` ignores any message of another partition or below the range.
+    A task that fails or stops early closes its consumer.
+    """
     if r.size <= 0:
         return
     config = consumer_config(options, purpose="reader")
+    config["group.id"] = f"{options.group_id_prefix}-reader"  # never joined: a stable cache key
     config["enable.partition.eof"] = True
     config["auto.offset.reset"] = "error" if options.fail_on_data_loss else "earliest"
-    consumer = Consumer(config)
+    key = clients.config_key(config)
+    consumer, _ = clients.take(key, lambda: Consumer(config))
+    done = False
     try:
         consumer.assign([TopicPartition(r.topic, r.partition, r.from_offset)])
         builder = RecordBatchBuilder(topic=r.topic, partition=r.partition,
                                      include_headers=options.include_headers)
         yield from _consume(consumer, options, r, builder)
+        consumer.unassign()
+        done = True
     finally:
-        consumer.close()
+        if done:
+            clients.give_back(key, consumer, Consumer.close)
+        else:
+            consumer.close()
 
 
 def _consume(consumer: Consumer, options: SourceOptions, r: OffsetRange,
@@ -112,19 +129,25 @@ def _consume(consumer: Consumer, options: SourceOptions, r: OffsetRange,
         deadline = time.monotonic() + options.poll_timeout_ms / 1000
         last = messages[-1]
         if last.error() is None and last.offset() < r.until_offset and not any(
-                m.error() is not None for m in messages):
+                m.error() is not None or m.partition() != r.partition or m.topic() != r.topic
+                or m.offset() < next_offset for m in messages):
             # The common case: a run of records, all inside the range.
             builder.extend(messages)
             next_offset = last.offset() + 1
         else:
             for message in messages:
                 error = message.error()
+                if message.topic() is not None and (message.topic(), message.partition()) != (
+                        r.topic, r.partition):
+                    continue  # left over from the cached consumer's previous assignment
                 if error is not None:
                     next_offset = _on_error(error, message, options, r, next_offset)
                     if next_offset >= r.until_offset:
                         break
                     continue
                 offset = message.offset()
+                if offset < next_offset:
+                    continue
                 if offset >= r.until_offset:
                     next_offset = offset
                     break

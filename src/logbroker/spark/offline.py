@@ -130,16 +130,30 @@ def plan_segments(options: SourceOptions) -> list[SegmentRange]:
 
 
 def aborted_transactions(segment_path: str) -> list[tuple[int, int, int]]:
-    """(producer id, first offset, last offset) of each aborted transaction in the .txnindex."""
-    path = segment_path[:-len(".log")] + ".txnindex"
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        return []
+    """(producer id, first offset, last offset) of each aborted transaction that may have
+    records in this segment.
+
+    An AbortedTxn entry lives in the .txnindex of the segment that holds its ABORT marker, which
+    can be a later segment than the transaction's first records. So, as Kafka's fetch does
+    (collecting from the fetch's segment onwards), read this segment's .txnindex and those of
+    every later segment of the partition, and keep the entries that start before this segment
+    ends — in practice few and small files.
+    """
+    segment = Path(segment_path)
+    base = int(segment.stem)
+    later = sorted(int(m["base"]) for name in os.listdir(segment.parent)
+                   if (m := _SEGMENT.match(name)) and int(m["base"]) > base)
+    segment_end = later[0] if later else None
     entries = []
-    for position in range(0, len(data) - _ABORTED_TXN.size + 1, _ABORTED_TXN.size):
-        _version, producer_id, first, last, _lso = _ABORTED_TXN.unpack_from(data, position)
-        entries.append((producer_id, first, last))
+    for index_base in [base, *later]:
+        try:
+            data = (segment.parent / f"{index_base:020d}.txnindex").read_bytes()
+        except FileNotFoundError:
+            continue
+        for position in range(0, len(data) - _ABORTED_TXN.size + 1, _ABORTED_TXN.size):
+            _version, producer_id, first, last, _lso = _ABORTED_TXN.unpack_from(data, position)
+            if last >= base and (segment_end is None or first < segment_end):
+                entries.append((producer_id, first, last))
     return entries
 
 

@@ -79,6 +79,11 @@ class SinkOptions:
     bootstrap_servers: str
     kafka_config: Mapping[str, str] = field(default_factory=dict)
     topic: str | None = None
+    # Streaming writes: None = exactly once when the brokers support transactions (decided by
+    # the stream writer on the driver), True / False = as the `exactlyOnce` option says.
+    exactly_once: bool | None = None
+    # transactional.id = "<prefix>-<query id>-<Spark partition>" (see exactly_once.py).
+    transactional_id_prefix: str = "logbroker-spark"
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -251,4 +256,11 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     opts = _lower(options)
     bootstrap, config = _kafka_config(opts)
     topic = opts.get("topic", "").strip() or None
-    return SinkOptions(bootstrap_servers=bootstrap, kafka_config=config, topic=topic)
+    exactly_once = _bool(opts, "exactlyOnce", False) if "exactlyonce" in opts else None
+    for key in ("transactional.id", "enable.idempotence"):
+        if key in config:
+            raise OptionError(f"option 'kafka.{key}' is not supported: the sink sets it (use "
+                              "exactlyOnce / transactionalIdPrefix)")
+    prefix = opts.get("transactionalidprefix", "logbroker-spark").strip() or "logbroker-spark"
+    return SinkOptions(bootstrap_servers=bootstrap, kafka_config=config, topic=topic,
+                       exactly_once=exactly_once, transactional_id_prefix=prefix)

@@ -50,8 +50,13 @@ class LogbrokerDataSource(DataSource):
         return LogbrokerWriter(options)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from dataclasses import replace
+
+        from logbroker.spark.exactly_once import brokers_support_transactions
         from logbroker.spark.writer import LogbrokerStreamWriter, check_sink_schema
 
         options = parse_sink_options(self.options)
         check_sink_schema(schema, options)
+        if options.exactly_once is None:
+            options = replace(options, exactly_once=brokers_support_transactions(options))
         return LogbrokerStreamWriter(options)

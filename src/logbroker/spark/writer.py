@@ -10,14 +10,14 @@ fails unless every record is acknowledged.
 The writers take Arrow RecordBatches (DataSourceArrowWriter), so Spark hands over columns rather
 than Row objects.
 
-Delivery guarantee: at least once, like Spark's own Kafka sink — a micro-batch that Spark replays
-after a failure is produced again. (Exactly-once needs transactional producers keyed by query and
-batch id; see docs/spark.md.)
+Delivery guarantee: batch writes and streaming writes with exactlyOnce=false are at least once,
+like Spark's own Kafka sink — a micro-batch that Spark replays after a failure is produced again.
+Streaming writes are exactly once by default when the brokers support transactions
+(exactly_once.py). Producers are reused across tasks of a Python worker (clients.py).
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -27,6 +27,7 @@ from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrow
                                     WriterCommitMessage)
 from pyspark.sql.types import StructType
 
+from logbroker.spark import clients
 from logbroker.spark.errors import KafkaClientError, OptionError
 from logbroker.spark.options import SinkOptions
 
@@ -37,6 +38,8 @@ SINK_COLUMNS = frozenset({"key", "value", "topic", "partition", "headers"})
 @dataclass
 class ProducedCount(WriterCommitMessage):
     records: int
+    # Exactly-once writes: the task found this micro-batch already committed and wrote nothing.
+    skipped: bool = False
 
 
 def check_sink_schema(schema: StructType, options: SinkOptions) -> None:
@@ -48,33 +51,47 @@ def check_sink_schema(schema: StructType, options: SinkOptions) -> None:
 
 
 def producer_config(options: SinkOptions) -> dict[str, object]:
+    """The idempotent producer of the at-least-once path (and the base of the transactional one).
+
+    No random client.id: the config is the key of the per-process producer cache (clients.py).
+    """
     config: dict[str, object] = {
         "bootstrap.servers": options.bootstrap_servers,
         "acks": "all",
         "enable.idempotence": True,
         "linger.ms": 5,
-        "client.id": f"logbroker-spark-{uuid.uuid4().hex[:8]}",
+        "client.id": "logbroker-spark-sink",
         "log_level": 3,
+        "delivery.report.only.error": True,
     }
     config.update(options.kafka_config)
     return config
 
 
-def produce_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
-    """Produce every row of `batches`; returns the count once all are acknowledged.
+class DeliveryErrors:
+    """librdkafka's delivery callback, reporting only failures (`delivery.report.only.error`).
 
-    librdkafka reports only failed deliveries (`delivery.report.only.error`): a Python callback
-    per record would cost more than the produce call itself. Success is then "nothing failed and
-    nothing left in the queue after flush".
+    A Python callback per record would cost more than the produce call itself; success is then
+    "nothing failed and nothing left in the queue after flush". One per producer, cleared by
+    each task that takes the producer from the cache.
     """
-    errors: list[str] = []
 
-    def on_delivery(error, message) -> None:
-        if error is not None and len(errors) < 5:
-            errors.append(f"{message.topic()}-{message.partition()}: {error}")
+    def __init__(self) -> None:
+        self.errors: list[str] = []
 
-    producer = Producer({**producer_config(options), "delivery.report.only.error": True,
-                         "on_delivery": on_delivery})
+    def __call__(self, error, message) -> None:
+        if error is not None and len(self.errors) < 5:
+            self.errors.append(f"{message.topic()}-{message.partition()}: {error}")
+
+
+def new_producer(config: dict[str, object]) -> tuple[Producer, DeliveryErrors]:
+    errors = DeliveryErrors()
+    return Producer({**config, "on_delivery": errors}), errors
+
+
+def produce_rows(producer: Producer, errors: DeliveryErrors, options: SinkOptions,
+                 batches: Iterator[pa.RecordBatch]) -> int:
+    """Hand every row of `batches` to `producer`; returns the count (nothing is flushed here)."""
     produce = producer.produce
     count = 0
     for batch in batches:
@@ -103,16 +120,35 @@ def produce_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> 
                     producer.poll(0.05)  # local queue full: let deliveries drain
         producer.poll(0)
         count += n
-        if errors:
+        if errors.errors:
             break
+    return count
+
+
+def flush_or_raise(producer: Producer, errors: DeliveryErrors, options: SinkOptions) -> None:
     try:
         remaining = producer.flush(FLUSH_TIMEOUT_S)
     except KafkaException as e:
         raise KafkaClientError(f"producing to {options.bootstrap_servers} failed: {e}") from None
-    if errors:
-        raise KafkaClientError(f"records were not acknowledged: {'; '.join(errors)}")
+    if errors.errors:
+        raise KafkaClientError(f"records were not acknowledged: {'; '.join(errors.errors)}")
     if remaining:
         raise KafkaClientError(f"{remaining} records not acknowledged within {FLUSH_TIMEOUT_S} s")
+
+
+def produce_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
+    """At least once: produce every row of `batches`; returns the count once all are acknowledged.
+
+    The idempotent producer comes from the worker's cache and goes back there only when the
+    task succeeded (a failed task's producer may hold undelivered records).
+    """
+    config = producer_config(options)
+    key = clients.config_key(config)
+    producer, errors = clients.take(key, lambda: new_producer(config))[0]
+    errors.errors.clear()
+    count = produce_rows(producer, errors, options, batches)
+    flush_or_raise(producer, errors, options)
+    clients.give_back(key, (producer, errors), lambda p: p[0].flush(FLUSH_TIMEOUT_S))
     return count
 
 
@@ -131,14 +167,23 @@ class LogbrokerWriter(DataSourceArrowWriter):
 
 
 class LogbrokerStreamWriter(DataSourceStreamArrowWriter):
+    """`options.exactly_once` is decided on the driver (source.py) before tasks run."""
+
     def __init__(self, options: SinkOptions) -> None:
         self.options = options
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> ProducedCount:
+        if self.options.exactly_once:
+            from logbroker.spark.exactly_once import write_exactly_once
+
+            return write_exactly_once(self.options, iterator)
         return ProducedCount(produce_batches(self.options, iterator))
 
     def commit(self, messages, batchId: int) -> None:
-        """Every record was acknowledged before its task returned; nothing left to do."""
+        """Every task committed its own transaction (or had every record acknowledged) before
+        it returned; nothing left to do."""
 
     def abort(self, messages, batchId: int) -> None:
-        """Acknowledged records stay in the log: Kafka has no way to take them back."""
+        """Committed transactions stay; a replay of the batch skips them (exactly_once.py).
+        Open ones were aborted by their task, or are by the next init_transactions or the
+        transaction timeout."""

@@ -22,7 +22,7 @@ from typing import Any
 from logbroker.errors import InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from logbroker.metadata.model import TopicInfo
 from logbroker.security.acl import AclOperation
-from logbroker.server import topic_admin
+from logbroker.server import group_configs, topic_admin
 from logbroker.server.apis.describe_configs import BROKER, TOPIC
 from logbroker.server.authorization import require_config_access
 from logbroker.storage.log_config import LogConfig
@@ -47,12 +47,16 @@ async def handle(broker, request) -> dict:
                                     validate_only=body.validate_only)
 
     return await alter_resources(broker, body.resources, api_name="AlterConfigs", alter_topic=alter_topic,
+                                 alter_group=lambda resource: group_configs.alter(
+                                     broker, resource.resource_name, resource.configs, incremental=False,
+                                     validate_only=body.validate_only),
                                  check=lambda r: require_config_access(broker, request, ALTER_CONFIGS, r))
 
 
 async def alter_resources(broker, resources, *, api_name: str,
                           alter_topic: Callable[[Any], Awaitable[None]],
-                          check: Callable[[Any], None] | None = None) -> dict:
+                          check: Callable[[Any], None] | None = None,
+                          alter_group: Callable[[Any], None] | None = None) -> dict:
     """The response of AlterConfigs and IncrementalAlterConfigs: each resource through `check`,
     then `alter_topic` for a topic, refused for a broker or any other type; errors per resource."""
     responses = []
@@ -64,6 +68,8 @@ async def alter_resources(broker, resources, *, api_name: str,
                 check(resource)
             if resource.resource_type == TOPIC:
                 await alter_topic(resource)
+            elif resource.resource_type == group_configs.GROUP and alter_group is not None:
+                alter_group(resource)
             elif resource.resource_type == BROKER:
                 refuse_broker_change(broker, resource.resource_name, [c.name for c in resource.configs])
             else:

@@ -23,6 +23,7 @@ from logbroker.metadata.controller import validate_topic_name
 from logbroker.metadata.model import TopicInfo
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import require_config_access
+from logbroker.server import group_configs
 from logbroker.server.config import BROKER_CONFIGS, LOG_CONFIG_SYNONYMS, ConfigSource
 from logbroker.storage.log_config import TOPIC_CONFIGS, format_value
 
@@ -63,6 +64,10 @@ def handle(broker, request) -> dict:
                 result["configs"] = describe_broker(broker, resource.resource_name, keys=keys,
                                                     include_synonyms=include_synonyms,
                                                     include_documentation=include_documentation)
+            elif resource.resource_type == group_configs.GROUP:
+                result["configs"] = group_configs.describe(broker, resource.resource_name, keys=keys,
+                                                           include_synonyms=include_synonyms,
+                                                           include_documentation=include_documentation)
             else:
                 raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
         except KafkaError as exc:

@@ -11,7 +11,8 @@ The resulting set of overrides is validated as a whole, then stored (not with va
 Errors, per resource: a resource named twice in one request, a key named twice in one resource,
 an unknown operation, a null value to SET, APPEND/SUBTRACT on a non-list key — INVALID_REQUEST;
 an unknown key or bad value — INVALID_CONFIG naming the key; an unknown topic —
-UNKNOWN_TOPIC_OR_PARTITION. Broker resources are refused as in AlterConfigs.
+UNKNOWN_TOPIC_OR_PARTITION. Broker resources are refused as in AlterConfigs. Group resources
+(type 32) go to server/group_configs.py.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections import Counter
 
 from logbroker.errors import InvalidConfigError, InvalidRequestError
 from logbroker.security.acl import AclOperation
+from logbroker.server import group_configs
 from logbroker.server.apis.alter_configs import alter_resources, existing_topic, store_topic_configs
 from logbroker.server.authorization import require_config_access
 from logbroker.storage.log_config import TOPIC_CONFIGS
@@ -44,7 +46,9 @@ async def handle(broker, request) -> dict:
     return await alter_resources(
         broker, body.resources, api_name="IncrementalAlterConfigs", check=check,
         alter_topic=lambda resource: alter_topic(broker, resource.resource_name, resource.configs,
-                                                 validate_only=body.validate_only))
+                                                 validate_only=body.validate_only),
+        alter_group=lambda resource: group_configs.alter(broker, resource.resource_name, resource.configs,
+                                                         incremental=True, validate_only=body.validate_only))
 
 
 async def alter_topic(broker, name: str, operations, *, validate_only: bool) -> None:

@@ -4,12 +4,12 @@ v0 has no rebalance timeout (the session timeout serves as one). From v4 a first
 empty member id gets MEMBER_ID_REQUIRED (79) and the member id to rejoin with (KIP-394), so a
 member that never gets an answer leaves no ghost behind. v5 adds group.instance.id (static
 membership), v7 echoes the protocol type, v9 the skip_assignment flag for a static leader that
-rejoined without a rebalance. The answer may wait: see coordinator/group_coordinator.py.
+rejoined without a rebalance. The answer may wait: see coordinator/classic_group_manager.py.
 """
 
 from __future__ import annotations
 
-from logbroker.coordinator.group_coordinator import MemberIdRequired
+from logbroker.coordinator.classic_group_manager import MemberIdRequired
 from logbroker.errors import KafkaError
 from logbroker.security.acl import AclOperation
 from logbroker.server.apis._groups import client_host, ms

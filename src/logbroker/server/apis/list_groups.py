@@ -1,7 +1,7 @@
 """ListGroups (api key 16), v0-5: the groups this broker coordinates.
 
-v3+ adds each group's state, v4 a states filter (matched case-insensitively), v5 a types filter
-(every group here is "classic").
+v3+ adds each group's state, v4 a states filter, v5 a types filter and each group's type
+("classic", "consumer", "share"); both filters match case-insensitively, as Kafka's.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ def handle(broker, request) -> dict:
     body = request.body
     states = {s.lower() for s in getattr(body, "states_filter", ())}
     types = {t.lower() for t in getattr(body, "types_filter", ())}
-    if types and "classic" not in types:
-        return {"error_code": 0, "groups": []}
-    groups = [{"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state.value,
-               "group_type": "classic"}
+    groups = [{"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state_name,
+               "group_type": g.group_type.value}
               for g in broker.group_coordinator.owned_groups()
-              if not states or g.state.value.lower() in states]
+              if (not states or g.state_name.lower() in states) and (not types or g.group_type.value in types)]
     if not cluster_allowed(broker, request, AclOperation.DESCRIBE, log_denied=False):
         groups = [g for g in groups if allowed(broker, request, AclOperation.DESCRIBE, GROUP,
                                                g["group_id"], log_denied=False)]

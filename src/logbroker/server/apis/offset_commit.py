@@ -6,7 +6,9 @@ OFFSET_METADATA_TOO_LARGE; the rest are checked against the group as one (genera
 empty or unknown group is a simple consumer's commit; otherwise the member and generation must be
 current: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID) and
 appended to `__consumer_offsets` before the answer. Null metadata is stored as "" (Kafka's
-NO_METADATA). v2-4's retention_time sets an expiry timestamp kept in memory only. v10 names
+NO_METADATA). v2-4's retention_time sets an expiry timestamp kept in memory only. For a KIP-848
+consumer group the generation is the member epoch (STALE_MEMBER_EPOCH when it is not the
+member's current one), and its members must commit with v9+. v10 names
 topics by id (KIP-848's, for every group): an id we do not know is UNKNOWN_TOPIC_ID, and the
 answer echoes each id.
 """
@@ -62,7 +64,7 @@ async def handle(broker, request) -> dict:
         await broker.group_coordinator.commit_offsets(
             group_id=body.group_id, member_id=body.member_id,
             group_instance_id=getattr(body, "group_instance_id", None),
-            generation_id=body.generation_id_or_member_epoch, offsets=valid)
+            generation_id=body.generation_id_or_member_epoch, offsets=valid, api_version=request.api_version)
         group_code = 0
     except KafkaError as exc:
         group_code = exc.code

@@ -4,7 +4,9 @@ A partition with no commit gets offset -1 and empty metadata; null topics (v2+) 
 partition the group has committed. v5+ returns the committed leader epoch (-1 when the commit
 carried none). v2+ has a top-level error, v8+ answers a batch of groups. With require_stable
 (v7+), a partition whose group holds an offset committed in a transaction not yet complete
-answers UNSTABLE_OFFSET_COMMIT (the consumer retries), as Kafka. v10 names topics by id: an id we
+answers UNSTABLE_OFFSET_COMMIT (the consumer retries), as Kafka. v9+ may name the asking member
+of a KIP-848 consumer group: an unknown one is UNKNOWN_MEMBER_ID, a stale epoch
+STALE_MEMBER_EPOCH. v10 names topics by id: an id we
 do not know is UNKNOWN_TOPIC_ID, and every topic of the answer carries its id.
 """
 
@@ -30,7 +32,7 @@ def handle(broker, request) -> dict:
         for group in body.groups:
             topics = (None if group.topics is None
                       else [(t.name, t.partition_indexes) for t in group.topics])
-            result = _fetch(broker, request, group.group_id, topics, body.require_stable)
+            result = _fetch(broker, request, group.group_id, topics, body.require_stable, _member(group))
             groups.append(dict(result, group_id=group.group_id))
         return {"groups": groups}
     topics = None if body.topics is None else [(t.name, t.partition_indexes) for t in body.topics]
@@ -46,14 +48,15 @@ def handle(broker, request) -> dict:
 def _fetch_by_id(broker, request, group, require_stable: bool) -> dict:
     """v10: the topics go by id, in the request and in the answer."""
     if group.topics is None:
-        result = _fetch(broker, request, group.group_id, None, require_stable)
+        result = _fetch(broker, request, group.group_id, None, require_stable, _member(group))
         for topic in result["topics"]:
             topic["topic_id"] = topic_id(broker, topic["name"])
         return result
     ids = [t.topic_id for t in group.topics]
     names = topic_names(broker, ids)
     result = _fetch(broker, request, group.group_id,
-                    [(n, t.partition_indexes) for n, t in zip(names, group.topics) if n is not None], require_stable)
+                    [(n, t.partition_indexes) for n, t in zip(names, group.topics) if n is not None], require_stable,
+                    _member(group))
     if result["error_code"]:
         return result
     answered = iter(result["topics"])
@@ -65,12 +68,18 @@ def _fetch_by_id(broker, request, group, require_stable: bool) -> dict:
     return result
 
 
+def _member(group) -> tuple[str | None, int]:
+    """v9+: the asking member of a KIP-848 consumer group and its epoch ((None, -1): not a member)."""
+    return getattr(group, "member_id", None), getattr(group, "member_epoch", -1)
+
+
 def _fetch(broker, request, group_id: str, topics: list[tuple[str, list[int]]] | None,
-           require_stable: bool = False) -> dict:
+           require_stable: bool = False, member: tuple[str | None, int] = (None, -1)) -> dict:
     wanted = None if topics is None else [TopicPartition(name, p) for name, parts in topics for p in parts]
     try:
         require_group(broker, request, AclOperation.DESCRIBE, group_id)
-        offsets = broker.group_coordinator.fetch_offsets(group_id, wanted)
+        offsets = broker.group_coordinator.fetch_offsets(group_id, wanted, member_id=member[0],
+                                                         member_epoch=member[1])
     except KafkaError as exc:
         return {"error_code": exc.code, "topics": []}
     if require_stable:

@@ -1,6 +1,7 @@
-"""A classic consumer group: its members, its state machine, and its committed offsets.
+"""A classic group (JoinGroup / SyncGroup): its members, its state machine, and its committed offsets.
 
-Kafka's GroupMetadata and MemberMetadata. The states and their transitions:
+Kafka's ClassicGroup and ClassicGroupMember (GroupMetadata and MemberMetadata before Kafka 4).
+The states and their transitions:
 
     Empty ──join──▶ PreparingRebalance ──all joined / timeout──▶ CompletingRebalance
       ▲                   ▲      │                                   │ leader's SyncGroup
@@ -19,13 +20,30 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from logbroker.coordinator.offsets_schema import OffsetAndMetadata
-from logbroker.types import TopicPartition
+from logbroker.coordinator.group import Group, GroupType
+from logbroker.coordinator.offsets_schema import (
+    GROUP_METADATA_KEY_VERSION,
+    GroupMetadataKey,
+    GroupMetadataRecord,
+    OffsetAndMetadata,
+    decode_group_metadata_value,
+    decode_key,
+    encode_group_metadata_key,
+    subscribed_topics,
+)
+from logbroker.errors import (
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    NonEmptyGroupError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
 
 
-class GroupState(enum.Enum):
+class ClassicGroupState(enum.Enum):
     EMPTY = "Empty"
     PREPARING_REBALANCE = "PreparingRebalance"
     COMPLETING_REBALANCE = "CompletingRebalance"
@@ -34,16 +52,16 @@ class GroupState(enum.Enum):
 
 
 _VALID_PREVIOUS = {
-    GroupState.EMPTY: {GroupState.PREPARING_REBALANCE},
-    GroupState.PREPARING_REBALANCE: {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY},
-    GroupState.COMPLETING_REBALANCE: {GroupState.PREPARING_REBALANCE},
-    GroupState.STABLE: {GroupState.COMPLETING_REBALANCE},
-    GroupState.DEAD: set(GroupState),
+    ClassicGroupState.EMPTY: {ClassicGroupState.PREPARING_REBALANCE},
+    ClassicGroupState.PREPARING_REBALANCE: {ClassicGroupState.STABLE, ClassicGroupState.COMPLETING_REBALANCE, ClassicGroupState.EMPTY},
+    ClassicGroupState.COMPLETING_REBALANCE: {ClassicGroupState.PREPARING_REBALANCE},
+    ClassicGroupState.STABLE: {ClassicGroupState.COMPLETING_REBALANCE},
+    ClassicGroupState.DEAD: set(ClassicGroupState),
 }
 
 
 @dataclass(slots=True, eq=False)
-class MemberMetadata:
+class ClassicGroupMember:
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -86,31 +104,36 @@ class MemberMetadata:
 
 
 @dataclass(slots=True, eq=False)
-class GroupMetadata:
-    group_id: str
-    state: GroupState = GroupState.EMPTY
+class ClassicGroup(Group):
+    state: ClassicGroupState = ClassicGroupState.EMPTY
     generation_id: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
     leader_id: str | None = None
     current_state_timestamp_ms: int = -1
-    members: dict[str, MemberMetadata] = field(default_factory=dict)
+    members: dict[str, ClassicGroupMember] = field(default_factory=dict)
     pending_members: set[str] = field(default_factory=set)
     static_members: dict[str, str] = field(default_factory=dict)
-    offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
-    # Offsets committed inside a transaction (TxnOffsetCommit), by producer id: in the log, but
-    # visible to OffsetFetch only once the transaction's COMMIT marker lands (dropped on ABORT).
-    pending_txn_offsets: dict[int, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
     new_member_added: bool = False
     # The delayed join of the current rebalance (a TimerHandle) and the initial delay's budget.
     join_timer: asyncio.TimerHandle | None = None
     initial_join_delay: bool = False
 
+    GROUP_TYPE = GroupType.CLASSIC
+
     # -- state --------------------------------------------------------------------------------
-    def is_(self, state: GroupState) -> bool:
+    @property
+    def state_name(self) -> str:
+        return self.state.value
+
+    @property
+    def is_dead(self) -> bool:
+        return self.state is ClassicGroupState.DEAD
+
+    def is_(self, state: ClassicGroupState) -> bool:
         return self.state is state
 
-    def transition_to(self, state: GroupState, now_ms: int) -> None:
+    def transition_to(self, state: ClassicGroupState, now_ms: int) -> None:
         if self.state not in _VALID_PREVIOUS[state]:
             raise AssertionError(f"group {self.group_id}: illegal transition {self.state.value} → {state.value}")
         self.state = state
@@ -118,13 +141,13 @@ class GroupMetadata:
 
     @property
     def is_empty(self) -> bool:
-        return not self.members
+        return self.state is ClassicGroupState.EMPTY
 
     # -- members ------------------------------------------------------------------------------
     def has(self, member_id: str) -> bool:
         return member_id in self.members
 
-    def add(self, member: MemberMetadata) -> None:
+    def add(self, member: ClassicGroupMember) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
@@ -134,7 +157,7 @@ class GroupMetadata:
             self.leader_id = member.member_id
         self.pending_members.discard(member.member_id)
 
-    def remove(self, member_id: str) -> MemberMetadata | None:
+    def remove(self, member_id: str) -> ClassicGroupMember | None:
         member = self.members.pop(member_id, None)
         self.pending_members.discard(member_id)
         if member is None:
@@ -148,7 +171,7 @@ class GroupMetadata:
     def static_member_id(self, group_instance_id: str | None) -> str | None:
         return None if group_instance_id is None else self.static_members.get(group_instance_id)
 
-    def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> MemberMetadata:
+    def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> ClassicGroupMember:
         member = self.members.pop(old_member_id)
         member.member_id = new_member_id
         self.members[new_member_id] = member
@@ -161,7 +184,7 @@ class GroupMetadata:
         return (all(m.is_awaiting_join for m in self.members.values())
                 and not self.pending_members)
 
-    def not_yet_rejoined(self) -> list[MemberMetadata]:
+    def not_yet_rejoined(self) -> list[ClassicGroupMember]:
         return [m for m in self.members.values() if not m.is_awaiting_join]
 
     def max_rebalance_timeout_ms(self) -> int:
@@ -175,7 +198,7 @@ class GroupMetadata:
     def supports_protocols(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
         """Kafka's supportsProtocols: an empty group takes any non-empty protocol list; otherwise
         the type must match and one protocol must be supported by every current member."""
-        if self.is_(GroupState.EMPTY) or not self.members:
+        if self.is_(ClassicGroupState.EMPTY) or not self.members:
             return bool(protocol_type) and bool(protocols)
         counts = Counter(name for m in self.members.values() for name, _ in m.protocols)
         return (self.protocol_type == protocol_type
@@ -188,9 +211,10 @@ class GroupMetadata:
         return max(votes.items(), key=lambda kv: kv[1])[0]
 
     def subscribed_topics(self) -> set[str] | None:
-        """Topics the members subscribe to, for the "consumer" protocol; None when unknown."""
-        from logbroker.coordinator.offsets_schema import subscribed_topics
-
+        """Topics the members subscribe to: none when Empty; for the "consumer" protocol those
+        of the members' subscriptions; None when unknown."""
+        if self.is_(ClassicGroupState.EMPTY):
+            return set()
         if self.protocol_type != "consumer" or self.protocol_name is None:
             return None
         topics: set[str] = set()
@@ -200,3 +224,82 @@ class GroupMetadata:
             except ValueError:
                 return None
         return topics
+
+    # -- offsets (Kafka's ClassicGroup.validateOffsetCommit and friends) -----------------------
+    def validate_offset_commit(self, *, member_id: str, group_instance_id: str | None,
+                               generation_id_or_member_epoch: int, is_transactional: bool,
+                               api_version: int) -> None:
+        mapped = self.static_member_id(group_instance_id)
+        if mapped is not None and mapped != member_id:
+            raise FencedInstanceIdError(f"instance {group_instance_id} is now another member")
+        generation_id = generation_id_or_member_epoch
+        if is_transactional:
+            if member_id and member_id not in self.members:
+                raise UnknownMemberIdError(f"member {member_id} is not in group {self.group_id}")
+            if generation_id >= 0 and generation_id != self.generation_id:
+                raise IllegalGenerationError(
+                    f"generation {generation_id} is not group {self.group_id}'s current {self.generation_id}")
+            return
+        if generation_id < 0 and self.is_(ClassicGroupState.EMPTY):
+            return  # a commit from outside group management (a standalone consumer, an admin tool)
+        if self.is_(ClassicGroupState.COMPLETING_REBALANCE):
+            raise RebalanceInProgressError(f"group {self.group_id} is completing a rebalance")
+        if member_id not in self.members:
+            raise UnknownMemberIdError(f"member {member_id} is not in group {self.group_id}")
+        if generation_id != self.generation_id:
+            raise IllegalGenerationError(
+                f"generation {generation_id} is not group {self.group_id}'s current {self.generation_id}")
+
+    def validate_offset_delete(self) -> None:
+        if self.protocol_type != "consumer":
+            raise NonEmptyGroupError(f"group {self.group_id} is not empty")
+
+    def validate_delete_group(self) -> None:
+        if not self.is_(ClassicGroupState.EMPTY):
+            raise NonEmptyGroupError(f"group {self.group_id} is not empty")
+
+    def tombstones(self) -> list[tuple[bytes, None]]:
+        return [(encode_group_metadata_key(self.group_id), None)]
+
+    def offset_expiration_base(self) -> Callable[[OffsetAndMetadata], int] | None:
+        """An Empty group's offsets count from when it became Empty (from their commit if it
+        never had members); a Stable "consumer" group's from their commit; others' never."""
+        if self.is_(ClassicGroupState.EMPTY):
+            became_empty_ms = self.current_state_timestamp_ms
+            if became_empty_ms >= 0 and self.protocol_type:
+                return lambda committed: became_empty_ms
+            return lambda committed: committed.commit_timestamp_ms
+        if self.protocol_type == "consumer" and self.is_(ClassicGroupState.STABLE):
+            return lambda committed: committed.commit_timestamp_ms
+        return None
+
+
+class ClassicGroupRecords:
+    """The classic groups of a partition being loaded: the last GroupMetadataValue of each
+    (group_loader.GroupRecords)."""
+
+    KEY_VERSIONS = frozenset({GROUP_METADATA_KEY_VERSION})
+
+    def __init__(self) -> None:
+        self._records: dict[str, GroupMetadataRecord | None] = {}
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        decoded = decode_key(key)
+        assert isinstance(decoded, GroupMetadataKey)
+        self._records[decoded.group] = None if value is None else decode_group_metadata_value(value)
+
+    def groups(self, now_ms: int) -> list[ClassicGroup]:
+        return [restore_group(group_id, record) for group_id, record in self._records.items() if record is not None]
+
+
+def restore_group(group_id: str, record: GroupMetadataRecord) -> ClassicGroup:
+    """A group as its latest metadata record left it: Stable with its members, or Empty."""
+    group = ClassicGroup(group_id, generation_id=record.generation, protocol_type=record.protocol_type or None,
+                         protocol_name=record.protocol, current_state_timestamp_ms=record.current_state_timestamp_ms)
+    for m in record.members:
+        group.add(ClassicGroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                     m.rebalance_timeout_ms, m.session_timeout_ms, record.protocol_type,
+                                     [(record.protocol or "", m.subscription)], assignment=m.assignment))
+    group.leader_id = record.leader if record.leader in group.members else next(iter(group.members), None)
+    group.state = ClassicGroupState.STABLE if group.members else ClassicGroupState.EMPTY
+    return group

@@ -1,0 +1,143 @@
+"""The offsets of a share group: its share-partitions' start offsets (KIP-932's
+DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets, and DeleteGroups of
+a share group).
+
+A share group's "offset" on a partition is its share-partition's start offset: everything below
+it is settled. The truth is the state the share coordinator keeps; these functions read and write
+it through the persister, wherever it lives. Altering or deleting needs a group without members
+(NON_EMPTY_GROUP otherwise, as Kafka), since a live member's records are in flight; an altered
+partition gets a new state epoch, so a share-partition leader still holding the old state is
+fenced (FENCED_STATE_EPOCH) on its next write and reloads. A classic group's id is
+GROUP_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from logbroker.coordinator.share_group import ShareGroup
+from logbroker.coordinator.share_partition import RecordState
+from logbroker.coordinator.share_partition_manager import SharePartitionManager
+from logbroker.coordinator.share_state_log import ShareSnapshot
+from logbroker.errors import GroupIdNotFoundError, KafkaError, NonEmptyGroupError, UnknownTopicOrPartitionError
+from logbroker.types import TopicPartition
+
+_SETTLED = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionOffset:
+    tp: TopicPartition
+    start_offset: int  # -1: the group has no state on the partition
+    leader_epoch: int = -1
+    lag: int = -1
+    error: KafkaError | None = None
+
+
+class ShareGroupOffsets:
+    def __init__(self, *, coordinator, manager: SharePartitionManager, store) -> None:
+        self.coordinator = coordinator
+        self.manager = manager
+        self.store = store
+
+    def _check_share_group(self, group_id: str, *, empty: bool) -> None:
+        """A group of another type is GROUP_ID_NOT_FOUND; none at all is fine (a share group's
+        offsets may be set before its first member)."""
+        group = self.coordinator.groups.get(group_id)
+        if group is None or group.is_dead:
+            return
+        if not isinstance(group, ShareGroup):
+            raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
+        if empty and group.members:
+            raise NonEmptyGroupError(f"Share group {group_id} has members; stop its consumers first")
+
+    def partitions(self, topics: dict[str, list[int]] | None) -> list[TopicPartition]:
+        """The partitions asked for; with None, every partition of every topic."""
+        if topics is None:
+            topics = {name: [] for name in self.store.topics() if not name.startswith("__")}
+        result = []
+        for name, partitions in topics.items():
+            info = self.store.topic(name)
+            wanted = partitions or (sorted(info.assignment) if info is not None else [])
+            result += [TopicPartition(name, p) for p in wanted]
+        return result
+
+    async def describe(self, group_id: str, topics: dict[str, list[int]] | None) -> list[SharePartitionOffset]:
+        """The start offset and lag of each partition (asked for, or, with None, each one the
+        group has state on)."""
+        self._check_share_group(group_id, empty=False)
+        results = []
+        for tp in self.partitions(topics):
+            if self.store.topic(tp.topic) is None:
+                results.append(SharePartitionOffset(tp, -1, error=_unknown(tp)))
+                continue
+            try:
+                state = await self.manager.persister.read(self.manager.key_of(group_id, tp))
+            except KafkaError as exc:
+                results.append(SharePartitionOffset(tp, -1, error=exc))
+                continue
+            if state is None or state.start_offset < 0:
+                if topics is not None:
+                    results.append(SharePartitionOffset(tp, -1))
+                continue
+            results.append(SharePartitionOffset(tp, state.start_offset, state.leader_epoch, self._lag(tp, state)))
+        return results
+
+    def _lag(self, tp: TopicPartition, state: ShareSnapshot) -> int:
+        """Records not yet settled below the high watermark; -1 when the partition is led elsewhere."""
+        partition = self.manager.replica_manager.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            return -1
+        settled = sum(b.last_offset - b.first_offset + 1 for b in state.state_batches
+                      if b.state in _SETTLED and b.first_offset >= state.start_offset)
+        return max(partition.high_watermark - state.start_offset - settled, 0)
+
+    async def alter(self, group_id: str, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, KafkaError | None]:
+        """Set start offsets; a group id no group has yet becomes an empty share group."""
+        self._check_share_group(group_id, empty=True)
+        await self.coordinator.share.ensure_group(group_id)
+        results: dict[TopicPartition, KafkaError | None] = {}
+        for tp, offset in offsets.items():
+            if self.store.topic(tp.topic) is None:
+                results[tp] = _unknown(tp)
+                continue
+            key = self.manager.key_of(group_id, tp)
+            try:
+                current = await self.manager.persister.read(key)
+                epoch = current.state_epoch + 1 if current is not None else 0
+                await self.manager.persister.write(key, ShareSnapshot(0, epoch, -1, offset))
+                self.manager.drop(group_id, tp)
+                results[tp] = None
+            except KafkaError as exc:
+                results[tp] = exc
+        return results
+
+    async def delete(self, group_id: str, topics: list[str]) -> dict[str, KafkaError | None]:
+        self._check_share_group(group_id, empty=True)
+        results: dict[str, KafkaError | None] = {}
+        for name in topics:
+            info = self.store.topic(name)
+            if info is None:
+                results[name] = _unknown(TopicPartition(name, 0))
+                continue
+            results[name] = None
+            for p in sorted(info.assignment):
+                tp = TopicPartition(name, p)
+                try:
+                    await self.manager.persister.delete(self.manager.key_of(group_id, tp))
+                    self.manager.drop(group_id, tp)
+                except KafkaError as exc:
+                    results[name] = exc
+        return results
+
+    async def delete_group(self, group_id: str) -> None:
+        """DeleteGroups of a share group: no members, then its state on every partition goes,
+        then the group's own records."""
+        self.coordinator.share.share_group(group_id)  # GROUP_ID_NOT_FOUND when unknown
+        self._check_share_group(group_id, empty=True)
+        await self.delete(group_id, [name for name in self.store.topics() if not name.startswith("__")])
+        await self.coordinator.delete_group(group_id)
+
+
+def _unknown(tp: TopicPartition) -> KafkaError:
+    return UnknownTopicOrPartitionError(f"Topic {tp.topic} does not exist")

@@ -1,0 +1,282 @@
+"""A share-partition: one share group's delivery state of one topic partition (KIP-932).
+
+Kafka's SharePartition. Many members of a share group read the same partition; each record is
+handed to one of them at a time. The share-partition keeps a window of in-flight records,
+`[start_offset, end_offset)`:
+
+- every offset below `start_offset` is settled (acknowledged or archived) and never delivered
+  again; `end_offset` is the first offset never yet fetched;
+- each offset inside the window has a state: AVAILABLE (may be acquired), ACQUIRED (held by one
+  member until `lock_deadline_ms`), ACKNOWLEDGED or ARCHIVED (settled), and a delivery count — how
+  often it was acquired;
+- `start_offset` only moves forward, over a run of settled offsets (which are then dropped).
+
+Transitions: ShareFetch acquires AVAILABLE records (delivery count + 1; a record acquired when its
+count has reached `delivery_count_limit` is ARCHIVED instead, as Kafka's delivery limit);
+ShareAcknowledge settles ACQUIRED records of the acknowledging member: ACCEPT → ACKNOWLEDGED,
+RELEASE → AVAILABLE, REJECT → ARCHIVED. Acknowledging an offset that is not ACQUIRED by that member
+(never acquired, already settled, another member's, or its lock expired) raises
+InvalidRecordStateError and changes nothing of that request. A lock that expires, or a member
+that leaves, releases the records it held.
+
+`state_batches()` is what is persisted (`__share_group_state`, coordinator/share_state_log.py):
+runs of (first, last, state, delivery count), ACQUIRED written as AVAILABLE, so a broker restart
+redelivers everything not settled and nothing settled.
+
+Plain synchronous code with an injected Clock; it runs on the event loop and never blocks.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from logbroker.clock import Clock
+from logbroker.errors import InvalidRecordStateError
+from logbroker.types import TopicPartition
+
+
+class RecordState(enum.IntEnum):
+    """A record's delivery state; the persisted ids are Kafka's (0 Available, 2 Acked, 4 Archived)."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AcknowledgeType(enum.IntEnum):
+    """ShareFetch/ShareAcknowledge acknowledge types."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+_SETTLED = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+
+
+@dataclass(slots=True)
+class InFlightRecord:
+    state: RecordState
+    delivery_count: int = 0
+    member_id: str | None = None
+    lock_deadline_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StateBatch:
+    """A persisted run of offsets sharing a state and a delivery count (last offset inclusive)."""
+
+    first_offset: int
+    last_offset: int
+    state: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRecords:
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+class SharePartition:
+    def __init__(self, *, group_id: str, tp: TopicPartition, start_offset: int,
+                 state_batches: list[StateBatch] = (), state_epoch: int = 0,
+                 delivery_count_limit: int, max_in_flight_records: int, lock_duration_ms: int,
+                 clock: Clock) -> None:
+        self.group_id = group_id
+        self.tp = tp
+        self.state_epoch = state_epoch
+        self.delivery_count_limit = delivery_count_limit
+        self.max_in_flight_records = max_in_flight_records
+        self.lock_duration_ms = lock_duration_ms
+        self.clock = clock
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self.records: dict[int, InFlightRecord] = {}
+        for batch in state_batches:
+            for offset in range(max(batch.first_offset, start_offset), batch.last_offset + 1):
+                self.records[offset] = InFlightRecord(RecordState(batch.state), batch.delivery_count)
+            self.end_offset = max(self.end_offset, batch.last_offset + 1)
+        for offset in range(start_offset, self.end_offset):
+            self.records.setdefault(offset, InFlightRecord(RecordState.AVAILABLE))
+        self._advance_start()
+
+    # -- reading the state ------------------------------------------------------------------
+    def next_fetch_offset(self) -> int:
+        """The first offset a fetch may acquire: the first AVAILABLE one in the window, else
+        the window's end."""
+        for offset in range(self.start_offset, self.end_offset):
+            if self.records[offset].state == RecordState.AVAILABLE:
+                return offset
+        return self.end_offset
+
+    def acquired_count(self) -> int:
+        return sum(1 for r in self.records.values() if r.state == RecordState.ACQUIRED)
+
+    def can_acquire(self) -> bool:
+        """True when a fetch could acquire something (an AVAILABLE record in the window, or room
+        for new records past it)."""
+        if any(r.state == RecordState.AVAILABLE for r in self.records.values()):
+            return True
+        return self.end_offset - self.start_offset < self.max_in_flight_records
+
+    def next_lock_deadline_ms(self) -> int | None:
+        deadlines = [r.lock_deadline_ms for r in self.records.values() if r.state == RecordState.ACQUIRED]
+        return min(deadlines) if deadlines else None
+
+    def state_batches(self) -> list[StateBatch]:
+        """The window as runs of (state, delivery count), ACQUIRED written as AVAILABLE."""
+        runs: list[StateBatch] = []
+        for offset in range(self.start_offset, self.end_offset):
+            record = self.records[offset]
+            state = RecordState.AVAILABLE if record.state == RecordState.ACQUIRED else record.state
+            last = runs[-1] if runs else None
+            if last and last.last_offset == offset - 1 and last.state == state \
+                    and last.delivery_count == record.delivery_count:
+                runs[-1] = StateBatch(last.first_offset, offset, state, record.delivery_count)
+            else:
+                runs.append(StateBatch(offset, offset, int(state), record.delivery_count))
+        return runs
+
+    # -- acquiring ----------------------------------------------------------------------------
+    def acquire(self, member_id: str, batches: list[tuple[int, int, bool]], *, max_records: int
+                ) -> list[AcquiredRecords]:
+        """Acquire for `member_id` the AVAILABLE records of `batches` — (base offset, last offset,
+        is control) of the log batches a read returned, in offset order — and the new offsets
+        past the window, up to `max_records` (a strict limit, as Kafka's record-limit acquire mode:
+        a batch may be acquired in part). Offsets between
+        batches (compacted away) and control batches are archived: no client sees them.
+        Returns the acquired ranges in offset order."""
+        now_ms = self.clock.monotonic_ms()
+        deadline_ms = now_ms + self.lock_duration_ms
+        acquired: list[AcquiredRecords] = []
+        count = 0
+        for base, last, is_control in batches:
+            if count >= max_records:
+                break
+            if last < self.start_offset:
+                continue
+            for offset in range(self.end_offset, base):
+                self.records[offset] = InFlightRecord(RecordState.ARCHIVED)  # a gap in the log
+            self.end_offset = max(self.end_offset, base)
+            for offset in range(max(base, self.start_offset), last + 1):
+                if count >= max_records:
+                    break
+                record = self.records.get(offset)
+                if record is None:
+                    if offset - self.start_offset >= self.max_in_flight_records:
+                        break
+                    record = self.records[offset] = InFlightRecord(RecordState.AVAILABLE)
+                    self.end_offset = offset + 1
+                if is_control:
+                    if record.state == RecordState.AVAILABLE:
+                        record.state = RecordState.ARCHIVED
+                    continue
+                if record.state != RecordState.AVAILABLE:
+                    continue
+                if record.delivery_count >= self.delivery_count_limit:
+                    record.state = RecordState.ARCHIVED
+                    continue
+                record.state = RecordState.ACQUIRED
+                record.delivery_count += 1
+                record.member_id = member_id
+                record.lock_deadline_ms = deadline_ms
+                count += 1
+                prev = acquired[-1] if acquired else None
+                if prev and prev.last_offset == offset - 1 and prev.delivery_count == record.delivery_count:
+                    acquired[-1] = AcquiredRecords(prev.first_offset, offset, prev.delivery_count)
+                else:
+                    acquired.append(AcquiredRecords(offset, offset, record.delivery_count))
+        self._advance_start()
+        return acquired
+
+    # -- settling -----------------------------------------------------------------------------
+    def acknowledge(self, member_id: str, batches: list[tuple[int, int, list[int]]]) -> None:
+        """Apply acknowledgements: (first offset, last offset, acknowledge types) — one type for
+        the whole range, or one per offset. Every offset must be ACQUIRED by `member_id` with its
+        lock still held (GAP: any offset not settled); else InvalidRecordStateError and nothing
+        changes. RENEW extends the lock."""
+        now_ms = self.clock.monotonic_ms()
+        changes: list[tuple[int, int]] = []
+        for first, last, types in batches:
+            if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
+                raise InvalidRecordStateError(f"Malformed acknowledgement batch {first}-{last} on {self.tp}")
+            for offset in range(first, last + 1):
+                ack_type = types[0] if len(types) == 1 else types[offset - first]
+                record = self.records.get(offset)
+                if ack_type == AcknowledgeType.GAP:
+                    if record is not None and record.state not in _SETTLED:
+                        changes.append((offset, ack_type))
+                    continue
+                if record is None or record.state != RecordState.ACQUIRED or record.member_id != member_id:
+                    raise InvalidRecordStateError(
+                        f"Offset {offset} of {self.tp} is not acquired by member {member_id} in share group "
+                        f"{self.group_id}")
+                if record.lock_deadline_ms <= now_ms:
+                    raise InvalidRecordStateError(
+                        f"The acquisition lock of offset {offset} of {self.tp} has expired")
+                if ack_type not in (AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE,
+                                    AcknowledgeType.REJECT, AcknowledgeType.RENEW):
+                    raise InvalidRecordStateError(f"Unknown acknowledge type {ack_type}")
+                changes.append((offset, ack_type))
+        for offset, ack_type in changes:
+            record = self.records[offset]
+            if ack_type == AcknowledgeType.ACCEPT:
+                self._settle(record, RecordState.ACKNOWLEDGED)
+            elif ack_type == AcknowledgeType.REJECT or ack_type == AcknowledgeType.GAP:
+                self._settle(record, RecordState.ARCHIVED)
+            elif ack_type == AcknowledgeType.RELEASE:
+                self._release(record)
+            else:
+                record.lock_deadline_ms = now_ms + self.lock_duration_ms
+        self._advance_start()
+
+    def release_member(self, member_id: str) -> int:
+        """Release every record `member_id` holds (it left, or closed its share session)."""
+        released = 0
+        for record in self.records.values():
+            if record.state == RecordState.ACQUIRED and record.member_id == member_id:
+                self._release(record)
+                released += 1
+        return released
+
+    def expire_locks(self) -> int:
+        """Release the records whose acquisition lock has expired; returns how many."""
+        now_ms = self.clock.monotonic_ms()
+        expired = 0
+        for record in self.records.values():
+            if record.state == RecordState.ACQUIRED and record.lock_deadline_ms <= now_ms:
+                self._release(record)
+                expired += 1
+        if expired:
+            self._advance_start()
+        return expired
+
+    def reset(self, start_offset: int) -> None:
+        """Start over at `start_offset` (AlterShareGroupOffsets on an empty group)."""
+        self.records.clear()
+        self.start_offset = self.end_offset = start_offset
+        self.state_epoch += 1
+
+    def _release(self, record: InFlightRecord) -> None:
+        # A record released after its last allowed delivery is archived (the delivery limit).
+        record.state = (RecordState.ARCHIVED if record.delivery_count >= self.delivery_count_limit
+                        else RecordState.AVAILABLE)
+        record.member_id = None
+        record.lock_deadline_ms = 0
+
+    @staticmethod
+    def _settle(record: InFlightRecord, state: RecordState) -> None:
+        record.state = state
+        record.member_id = None
+        record.lock_deadline_ms = 0
+
+    def _advance_start(self) -> None:
+        while self.start_offset < self.end_offset and self.records[self.start_offset].state in _SETTLED:
+            del self.records[self.start_offset]
+            self.start_offset += 1
