@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from logbroker.clock import Clock
+from logbroker.coordinator.internal_topics import ensure_internal_topic
 from logbroker.coordinator.classic_group import ClassicGroupRecords
 from logbroker.coordinator.classic_group_manager import ClassicGroupManager
 from logbroker.coordinator.consumer_group import ConsumerGroupRecords
@@ -43,13 +44,10 @@ from logbroker.coordinator.offsets_schema import (
 )
 from logbroker.errors import (
     CoordinatorLoadInProgressError,
-    CoordinatorNotAvailableError,
     GroupIdNotFoundError,
     InvalidGroupIdError,
     KafkaError,
-    KafkaStorageError,
     NotCoordinatorError,
-    TopicAlreadyExistsError,
 )
 from logbroker.types import TopicPartition
 
@@ -95,24 +93,13 @@ class GroupCoordinator:
         In a cluster, as Kafka's ZooKeeper mode, with offsets.topic.replication.factor replicas,
         refused with COORDINATOR_NOT_AVAILABLE while fewer brokers are alive. A single node uses
         one replica, so the embedded default needs no configuration."""
-        if self.store.topic(OFFSETS_TOPIC) is not None:
-            return
-        replication_factor = self.config.offsets_topic_replication_factor
-        if self._live_brokers is None:
-            replication_factor = 1
-        elif (live := self._live_brokers()) < replication_factor:
-            raise CoordinatorNotAvailableError(
-                f"{live} broker(s) are alive, fewer than offsets.topic.replication.factor={replication_factor} "
-                f"needs to create {OFFSETS_TOPIC}; start more brokers or lower the setting")
-        try:
-            self._create_topic(OFFSETS_TOPIC, num_partitions=self.config.offsets_topic_num_partitions,
-                               replication_factor=replication_factor,
-                               configs={"cleanup.policy": "compact", "compression.type": "producer",
-                                        "segment.bytes": str(self.config.offsets_topic_segment_bytes)})
-        except TopicAlreadyExistsError:
-            pass  # another broker created it a moment ago; our metadata learns of it by its watch
-        except KafkaStorageError as exc:  # a full or failing log dir (Kafka: the same answer)
-            raise CoordinatorNotAvailableError(f"{OFFSETS_TOPIC} cannot be created: {exc}") from None
+        ensure_internal_topic(OFFSETS_TOPIC, store=self.store, create_topic=self._create_topic,
+                              live_brokers=self._live_brokers,
+                              num_partitions=self.config.offsets_topic_num_partitions,
+                              replication_factor=self.config.offsets_topic_replication_factor,
+                              replication_factor_key="offsets.topic.replication.factor",
+                              configs={"cleanup.policy": "compact", "compression.type": "producer",
+                                       "segment.bytes": str(self.config.offsets_topic_segment_bytes)})
 
     def coordinator_partition(self, group_id: str) -> TopicPartition:
         return TopicPartition(OFFSETS_TOPIC, self.partition_for(group_id))

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable
 
 from logbroker.clock import Clock
+from logbroker.coordinator.internal_topics import ensure_internal_topic
 from logbroker.coordinator.offsets_log import COMMIT_TIMEOUT_MS, build_records, map_append_error, replay
 from logbroker.coordinator.share_state_log import (
     SHARE_STATE_TOPIC,
@@ -34,11 +35,9 @@ from logbroker.coordinator.share_state_log import (
     partition_for,
 )
 from logbroker.errors import (
-    CoordinatorNotAvailableError,
     FencedStateEpochError,
     KafkaError,
     NotCoordinatorError,
-    TopicAlreadyExistsError,
 )
 from logbroker.types import TopicPartition
 
@@ -68,24 +67,15 @@ class ShareCoordinator:
     def ensure_state_topic(self) -> None:
         """Create __share_group_state on first use: compacted, with
         share.coordinator.state.topic.replication.factor replicas (one on a single node)."""
-        if self.store.topic(SHARE_STATE_TOPIC) is not None:
-            return
-        replication_factor = self.config.share_coordinator_state_topic_replication_factor
-        if self._live_brokers is None:
-            replication_factor = 1
-        elif (live := self._live_brokers()) < replication_factor:
-            raise CoordinatorNotAvailableError(
-                f"{live} broker(s) are alive, fewer than share.coordinator.state.topic.replication.factor="
-                f"{replication_factor} needs to create {SHARE_STATE_TOPIC}")
-        try:
-            self._create_topic(SHARE_STATE_TOPIC, num_partitions=self.config.share_coordinator_state_topic_num_partitions,
-                               replication_factor=replication_factor,
-                               configs={"cleanup.policy": "compact", "compression.type": "producer",
-                                        "segment.bytes": str(self.config.share_coordinator_state_topic_segment_bytes),
-                                        "min.insync.replicas": str(min(
-                                            self.config.share_coordinator_state_topic_min_isr, replication_factor))})
-        except TopicAlreadyExistsError:
-            pass
+        c = self.config
+        ensure_internal_topic(SHARE_STATE_TOPIC, store=self.store, create_topic=self._create_topic,
+                              live_brokers=self._live_brokers,
+                              num_partitions=c.share_coordinator_state_topic_num_partitions,
+                              replication_factor=c.share_coordinator_state_topic_replication_factor,
+                              replication_factor_key="share.coordinator.state.topic.replication.factor",
+                              configs={"cleanup.policy": "compact", "compression.type": "producer",
+                                       "segment.bytes": str(c.share_coordinator_state_topic_segment_bytes)},
+                              min_insync_replicas=c.share_coordinator_state_topic_min_isr)
 
     def is_local(self, key: SharePartitionKey) -> bool:
         partition = self.replica_manager.partitions.get(self.partition_of(key))

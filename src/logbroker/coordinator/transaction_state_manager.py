@@ -20,6 +20,7 @@ import logging
 from collections.abc import Callable
 
 from logbroker.clock import Clock
+from logbroker.coordinator.internal_topics import ensure_internal_topic
 from logbroker.coordinator.group_loader import CoordinatedPartitions
 from logbroker.coordinator.offsets_log import build_records, replay
 from logbroker.coordinator.offsets_schema import UnknownSchemaError
@@ -37,9 +38,7 @@ from logbroker.errors import (
     CoordinatorNotAvailableError,
     InvalidRequestError,
     KafkaError,
-    KafkaStorageError,
     NotCoordinatorError,
-    TopicAlreadyExistsError,
     UnknownServerError,
 )
 from logbroker.storage.log import Log
@@ -88,28 +87,16 @@ class TransactionStateManager:
         __consumer_offsets: transaction.state.log.replication.factor replicas in a cluster (refused
         with COORDINATOR_NOT_AVAILABLE while fewer brokers are alive), one on a single node — whose
         min.insync.replicas is then capped at 1, or no transaction could ever be written."""
-        if self.store.topic(TRANSACTION_STATE_TOPIC) is not None:
-            return
         c = self.config
-        replication_factor = c.transaction_state_log_replication_factor
-        if self._live_brokers is None:
-            replication_factor = 1
-        elif (live := self._live_brokers()) < replication_factor:
-            raise CoordinatorNotAvailableError(
-                f"{live} broker(s) are alive, fewer than transaction.state.log.replication.factor="
-                f"{replication_factor} needs to create {TRANSACTION_STATE_TOPIC}")
-        try:
-            self._create_topic(TRANSACTION_STATE_TOPIC, num_partitions=c.transaction_state_log_num_partitions,
-                               replication_factor=replication_factor,
-                               configs={"cleanup.policy": "compact", "compression.type": "uncompressed",
-                                        "unclean.leader.election.enable": "false",
-                                        "min.insync.replicas": str(min(c.transaction_state_log_min_isr,
-                                                                       replication_factor)),
-                                        "segment.bytes": str(c.transaction_state_log_segment_bytes)})
-        except TopicAlreadyExistsError:
-            pass
-        except KafkaStorageError as exc:  # a full or failing log dir, as for __consumer_offsets
-            raise CoordinatorNotAvailableError(f"{TRANSACTION_STATE_TOPIC} cannot be created: {exc}") from None
+        ensure_internal_topic(TRANSACTION_STATE_TOPIC, store=self.store, create_topic=self._create_topic,
+                              live_brokers=self._live_brokers,
+                              num_partitions=c.transaction_state_log_num_partitions,
+                              replication_factor=c.transaction_state_log_replication_factor,
+                              replication_factor_key="transaction.state.log.replication.factor",
+                              configs={"cleanup.policy": "compact", "compression.type": "uncompressed",
+                                       "unclean.leader.election.enable": "false",
+                                       "segment.bytes": str(c.transaction_state_log_segment_bytes)},
+                              min_insync_replicas=c.transaction_state_log_min_isr)
 
     def check(self, transactional_id: str | None) -> int:
         """Raise unless this broker coordinates `transactional_id` now; return the partition."""
