@@ -33,7 +33,7 @@ import re2
 
 from logbroker.coordinator.assignors import Assignment
 from logbroker.coordinator.group import Group, GroupType
-from logbroker.coordinator.record_schema import CoordinatorRecord, key_version, record_type
+from logbroker.coordinator.record_schema import CoordinatorRecord, ReplayedGroups, record_type
 from logbroker.errors import NonEmptyGroupError, StaleMemberEpochError, UnknownMemberIdError, \
     UnsupportedVersionError
 
@@ -421,7 +421,7 @@ def compile_regex(pattern: str):
 
 
 # -- loading ------------------------------------------------------------------------------------
-class ConsumerGroupRecords:
+class ConsumerGroupRecords(ReplayedGroups):
     """The consumer groups of a partition being loaded (group_loader.GroupRecords): each record
     replayed into its group as the live path does; a group whose ConsumerGroupMetadata was
     deleted is dropped."""
@@ -430,22 +430,10 @@ class ConsumerGroupRecords:
                                          TARGET_MEMBER, CURRENT_ASSIGNMENT)}
     KEY_VERSIONS = frozenset(_TYPES) | {REGULAR_EXPRESSION_KEY_VERSION}
 
-    def __init__(self) -> None:
-        self._groups: dict[str, ConsumerGroup] = {}
+    # A resolved regular expression (key 16) is not kept: it is recomputed from the metadata.
 
-    def replay(self, key: bytes, value: bytes | None) -> None:
-        rtype = self._TYPES.get(key_version(key))
-        if rtype is None:
-            return  # a resolved regular expression: recomputed from the metadata
-        decoded = rtype.decode_key(key)
-        group = self._groups.get(decoded.group_id)
-        if group is None:
-            if value is None:
-                return
-            group = self._groups[decoded.group_id] = ConsumerGroup(decoded.group_id)
-        group.replay(CoordinatorRecord(rtype, decoded, None if value is None else rtype.decode_value(value)))
-        if group.dead:
-            del self._groups[decoded.group_id]
+    def _new_group(self, group_id: str) -> ConsumerGroup:
+        return ConsumerGroup(group_id)
 
-    def groups(self, now_ms: int) -> list[ConsumerGroup]:
-        return list(self._groups.values())
+    def _apply(self, group: ConsumerGroup, record: CoordinatorRecord) -> None:
+        group.replay(record)

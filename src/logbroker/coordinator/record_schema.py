@@ -408,3 +408,39 @@ def _read_struct(data: memoryview, pos: int, struct_spec: StructSpec, version: i
                 values[spec.name], _ = _read_field(data[:pos + size], pos, spec, version, flexible)
             pos += size
     return struct_spec.cls(**values), pos
+
+
+class ReplayedGroups:
+    """The groups of one type rebuilt from their records while a partition loads
+    (group_loader.GroupRecords): each record is replayed into its group as the live path applies
+    it; a record for an unknown group creates it (a tombstone for one does nothing); a group
+    that becomes dead (its metadata record deleted) is dropped. Subclasses name the record types
+    they replay in `_TYPES` and say how a group is made (`_new_group`) and fed (`_apply`)."""
+
+    _TYPES: dict[int, object] = {}
+
+    def __init__(self) -> None:
+        self._groups: dict = {}
+
+    def _new_group(self, group_id: str):  # noqa: ANN202 - the subclass's group type
+        raise NotImplementedError
+
+    def _apply(self, group, record: CoordinatorRecord) -> None:
+        raise NotImplementedError
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        rtype = self._TYPES.get(key_version(key))
+        if rtype is None:
+            return  # a record type this group type does not keep (see the subclass)
+        decoded = rtype.decode_key(key)
+        group = self._groups.get(decoded.group_id)
+        if group is None:
+            if value is None:
+                return
+            group = self._groups[decoded.group_id] = self._new_group(decoded.group_id)
+        self._apply(group, CoordinatorRecord(rtype, decoded, None if value is None else rtype.decode_value(value)))
+        if group.dead:
+            del self._groups[decoded.group_id]
+
+    def groups(self, now_ms: int) -> list:
+        return list(self._groups.values())

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logbroker.coordinator.group import Group, GroupType
-from logbroker.coordinator.record_schema import CoordinatorRecord, key_version, record_type
+from logbroker.coordinator.record_schema import CoordinatorRecord, ReplayedGroups, record_type
 from logbroker.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
@@ -160,31 +160,17 @@ def member_record(group_id: str, member_id: str, member: ShareGroupMember | None
         subscribed_topic_names=tuple(member.subscribed_topic_names)))
 
 
-class ShareGroupRecords:
+class ShareGroupRecords(ReplayedGroups):
     """The share groups of a partition being loaded (group_loader.GroupRecords)."""
 
     _TYPES = {t.key_version: t for t in (GROUP_METADATA, MEMBER_METADATA)}
     KEY_VERSIONS = frozenset(_TYPES) | OTHER_SHARE_KEY_VERSIONS
 
-    def __init__(self) -> None:
-        self._groups: dict[str, ShareGroup] = {}
+    def _new_group(self, group_id: str) -> ShareGroup:
+        return ShareGroup(group_id)
 
-    def replay(self, key: bytes, value: bytes | None) -> None:
-        rtype = self._TYPES.get(key_version(key))
-        if rtype is None:
-            return
-        decoded = rtype.decode_key(key)
-        group = self._groups.get(decoded.group_id)
-        if group is None:
-            if value is None:
-                return
-            group = self._groups[decoded.group_id] = ShareGroup(decoded.group_id)
-        group.apply(CoordinatorRecord(rtype, decoded, None if value is None else rtype.decode_value(value)))
-        if group.dead:
-            del self._groups[decoded.group_id]
-
-    def groups(self, now_ms: int) -> list[ShareGroup]:
-        return list(self._groups.values())
+    def _apply(self, group: ShareGroup, record: CoordinatorRecord) -> None:
+        group.apply(record)
 
 
 @dataclass(frozen=True, slots=True)
