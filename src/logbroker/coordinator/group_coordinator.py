@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from logbroker.clock import Clock
-from logbroker.coordinator.internal_topics import ensure_internal_topic
+from logbroker.coordinator.internal_topics import ensure_internal_topic, require_coordinator
 from logbroker.coordinator.classic_group import ClassicGroupRecords
 from logbroker.coordinator.classic_group_manager import ClassicGroupManager
 from logbroker.coordinator.consumer_group import ConsumerGroupRecords
@@ -43,7 +43,6 @@ from logbroker.coordinator.offsets_schema import (
     partition_for,
 )
 from logbroker.errors import (
-    CoordinatorLoadInProgressError,
     GroupIdNotFoundError,
     InvalidGroupIdError,
     KafkaError,
@@ -108,16 +107,9 @@ class GroupCoordinator:
         """Raise unless this broker coordinates `group_id` now."""
         if not group_id:
             raise InvalidGroupIdError("The group id is empty")
-        if self.store.topic(OFFSETS_TOPIC) is None:
-            raise NotCoordinatorError(f"{OFFSETS_TOPIC} does not exist yet")
-        tp = self.coordinator_partition(group_id)
-        partition = self.replica_manager.partitions.get(tp)
-        if partition is None or not partition.is_leader:
-            raise NotCoordinatorError(f"This broker does not lead {tp}, which holds group {group_id}")
-        if tp.partition in self.loader.partitions.loading:
-            raise CoordinatorLoadInProgressError(f"{tp} is loading; retry in a moment")
-        if tp.partition not in self.loader.partitions.owned:
-            raise NotCoordinatorError(f"This broker has not taken over {tp} yet, which holds group {group_id}")
+        require_coordinator(self.coordinator_partition(group_id), store=self.store,
+                            replica_manager=self.replica_manager, partitions=self.loader.partitions,
+                            holds=f"group {group_id}")
 
     def now_ms(self) -> int:
         return self.clock.time_ms()

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from logbroker.errors import CoordinatorNotAvailableError, KafkaStorageError, TopicAlreadyExistsError
+from logbroker.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    KafkaStorageError,
+    NotCoordinatorError,
+    TopicAlreadyExistsError,
+)
 
 
 def ensure_internal_topic(name: str, *, store, create_topic: Callable, live_brokers: Callable[[], int] | None,
@@ -36,3 +42,19 @@ def ensure_internal_topic(name: str, *, store, create_topic: Callable, live_brok
         pass  # another broker created it a moment ago; our metadata learns of it by its watch
     except KafkaStorageError as exc:
         raise CoordinatorNotAvailableError(f"{name} cannot be created: {exc}") from None
+
+
+def require_coordinator(tp, *, store, replica_manager, partitions, holds: str) -> None:
+    """Raise unless this broker coordinates what internal-topic partition `tp` holds (`holds`
+    names it for the error): NOT_COORDINATOR while the topic does not exist, while another broker
+    leads `tp` or before this one has taken it over; COORDINATOR_LOAD_IN_PROGRESS while it loads.
+    `partitions` is the coordinator's CoordinatedPartitions."""
+    if store.topic(tp.topic) is None:
+        raise NotCoordinatorError(f"{tp.topic} does not exist yet")
+    partition = replica_manager.partitions.get(tp)
+    if partition is None or not partition.is_leader:
+        raise NotCoordinatorError(f"This broker does not lead {tp}, which holds {holds}")
+    if tp.partition in partitions.loading:
+        raise CoordinatorLoadInProgressError(f"{tp} is loading; retry in a moment")
+    if tp.partition not in partitions.owned:
+        raise NotCoordinatorError(f"This broker has not taken over {tp} yet, which holds {holds}")

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable
 
 from logbroker.clock import Clock
-from logbroker.coordinator.internal_topics import ensure_internal_topic
+from logbroker.coordinator.internal_topics import ensure_internal_topic, require_coordinator
 from logbroker.coordinator.group_loader import CoordinatedPartitions
 from logbroker.coordinator.offsets_log import build_records, replay
 from logbroker.coordinator.offsets_schema import UnknownSchemaError
@@ -34,7 +34,6 @@ from logbroker.coordinator.transaction_log import (
 )
 from logbroker.coordinator.transaction_metadata import TransactionMetadata
 from logbroker.errors import (
-    CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     InvalidRequestError,
     KafkaError,
@@ -102,16 +101,9 @@ class TransactionStateManager:
         """Raise unless this broker coordinates `transactional_id` now; return the partition."""
         if not transactional_id:
             raise InvalidRequestError("The transactional id is empty")
-        if self.store.topic(TRANSACTION_STATE_TOPIC) is None:
-            raise NotCoordinatorError(f"{TRANSACTION_STATE_TOPIC} does not exist yet")
         tp = self.coordinator_partition(transactional_id)
-        partition = self.replica_manager.partitions.get(tp)
-        if partition is None or not partition.is_leader:
-            raise NotCoordinatorError(f"This broker does not lead {tp}, which holds {transactional_id}")
-        if tp.partition in self.partitions.loading:
-            raise CoordinatorLoadInProgressError(f"{tp} is loading; retry in a moment")
-        if tp.partition not in self.partitions.owned:
-            raise NotCoordinatorError(f"This broker has not taken over {tp} yet")
+        require_coordinator(tp, store=self.store, replica_manager=self.replica_manager,
+                            partitions=self.partitions, holds=f"transactional id {transactional_id}")
         return tp.partition
 
     def coordinator_epoch(self, partition: int) -> int | None:
