@@ -101,6 +101,8 @@ class LocalMetadataStore:
         return self._states.get(tp)
 
     def set_partition_states(self, states: dict[TopicPartition, PartitionState]) -> None:
+        if not states:
+            return  # nothing changes (a broker without topics starting): no rewrite, no fsync
         before = {tp: self._states.get(tp) for tp in states}
         self._states.update(states)
         try:

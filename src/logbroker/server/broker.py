@@ -276,10 +276,11 @@ class Broker:
         self.client_quotas = ClientQuotas.from_config(self.config, clock_ms=self.clock.monotonic_ms)
         if self.zk is None:
             self.quota_store = self.store
+            configs = self.store.read_all()  # in memory: no worker thread needed
         else:
             from logbroker.metadata.zk_quotas import ZkClientQuotaStore
             self.quota_store = ZkClientQuotaStore(self.zk.client)
-        configs = await asyncio.get_running_loop().run_in_executor(None, self.quota_store.read_all)
+            configs = await asyncio.get_running_loop().run_in_executor(None, self.quota_store.read_all)
         self.client_quotas.load(configs)
 
     async def _connect_zookeeper(self) -> None:
