@@ -174,6 +174,8 @@ class Broker:
         self.group_coordinator = GroupCoordinator(broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store, create_topic=self.create_topic, clock=self.clock,
                                                   live_brokers=(lambda: len(self.store.brokers())) if self.zk is not None else None)
         self.group_coordinator.load()
+        # Share groups start now if this broker leads a partition of their state topic, else on
+        # first use (server/share_groups.py).
         self.replica_manager.leadership_listeners.append(self._follow_share_state)
         if any(tp.topic == SHARE_STATE_TOPIC and p.is_leader for tp, p in self.replica_manager.partitions.items()):
             self.share_groups()
