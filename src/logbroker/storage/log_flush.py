@@ -25,7 +25,8 @@ from logbroker.errors import KafkaStorageError
 from logbroker.storage.checkpoints import fsync_dir
 from logbroker.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache
 from logbroker.storage.local_log import LocalLog
-from logbroker.storage.producer_state import ProducerStateManager, flush_snapshot
+from logbroker.storage.producer_snapshot import flush_snapshot
+from logbroker.storage.producer_state import ProducerStateManager
 
 
 class LogFlush:
