@@ -103,6 +103,12 @@ class HeartbeatRequest:
 
 
 class ConsumerGroupManager(ModernGroupManager):
+    """ConsumerGroupHeartbeat and ConsumerGroupDescribe, and the group coordinator's
+    GroupTypeManager for consumer groups (session and rebalance timers)."""
+
+    GROUP_CLASS = ConsumerGroup
+    NOUN = "consumer"
+
     def __init__(self, coordinator) -> None:
         self.coordinator = coordinator
         self.config = coordinator.config
@@ -451,12 +457,7 @@ class ConsumerGroupManager(ModernGroupManager):
 
     # -- ConsumerGroupDescribe ------------------------------------------------------------------
     def describe_consumer_group(self, group_id: str) -> dict:
-        self.coordinator.check_group(group_id)
-        group = self.coordinator.groups.get(group_id)
-        if group is None or group.is_dead:
-            raise GroupIdNotFoundError(f"Group {group_id} not found.")
-        if not isinstance(group, ConsumerGroup):
-            raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
+        group = self._live_group(group_id)
         names = {t.topic_id: t.name for t in group.subscription_metadata.values()}
 
         def described(assignment: Assignment) -> dict:

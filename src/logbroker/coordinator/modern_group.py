@@ -65,8 +65,25 @@ class ModernGroup(Group):
 
 
 class ModernGroupManager:
-    """The GroupTypeManager hooks a consumer or share group manager answers alike; see the module
-    docstring. Subclasses define `installed` and `_stop_member`."""
+    """The GroupTypeManager hooks a consumer or share group manager answers alike, and the lookup
+    of a live group of its type; see the module docstring. Subclasses set `coordinator`,
+    `GROUP_CLASS` and `NOUN`, and define `installed` and `_stop_member`."""
+
+    GROUP_CLASS: type[ModernGroup] = ModernGroup
+    NOUN = ""  # "consumer", "share": in GROUP_ID_NOT_FOUND's message
+    coordinator: Any
+
+    def _live_group(self, group_id: str):
+        """The group `group_id`, of this manager's type and not dead. The coordinator's checks of
+        the id first (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, …), then GroupIdNotFoundError
+        when there is no such group or it is of another type."""
+        self.coordinator.check_group(group_id)
+        group = self.coordinator.groups.get(group_id)
+        if group is None or group.is_dead:
+            raise GroupIdNotFoundError(f"Group {group_id} not found.")
+        if not isinstance(group, self.GROUP_CLASS):
+            raise GroupIdNotFoundError(f"Group {group_id} is not a {self.NOUN} group.")
+        return group
 
     def describe(self, group: ModernGroup) -> dict:
         raise GroupIdNotFoundError(f"Group {group.group_id} is not a classic group.")

@@ -170,6 +170,9 @@ class ShareGroupManager(ModernGroupManager):
     """ShareGroupHeartbeat and ShareGroupDescribe, and the group coordinator's GroupTypeManager
     for share groups (session timers)."""
 
+    GROUP_CLASS = ShareGroup
+    NOUN = "share"
+
     def __init__(self, coordinator) -> None:
         self.coordinator = coordinator
         self.config = coordinator.config
@@ -182,13 +185,8 @@ class ShareGroupManager(ModernGroupManager):
         return sorted(info.assignment) if info is not None else None
 
     def share_group(self, group_id: str) -> ShareGroup:
-        self.coordinator.check_group(group_id)
-        group = self.coordinator.groups.get(group_id)
-        if group is None or group.is_dead:
-            raise GroupIdNotFoundError(f"Group {group_id} not found.")
-        if not isinstance(group, ShareGroup):
-            raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
-        return group
+        """The live share group `group_id` (GROUP_ID_NOT_FOUND for none, or another type)."""
+        return self._live_group(group_id)
 
     async def ensure_group(self, group_id: str) -> ShareGroup:
         """The share group `group_id`, created empty (its ShareGroupMetadata record written) when
