@@ -63,7 +63,7 @@ def _append(broker, request, entries, denied, failed=None):
     body = request.body
     results = broker.replica_manager.append_records_now(
         timeout_ms=int(body.timeout.total_seconds() * 1000), required_acks=body.acks, entries=entries)
-    if inspect.isawaitable(results):
+    if type(results) is not dict:  # an awaitable: the answer waits (acks=-1, a flush)
         return _respond_later(broker, request, results, denied, failed)
     if failed:
         results.update(failed)
