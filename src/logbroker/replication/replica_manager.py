@@ -20,6 +20,7 @@ import uuid
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from logbroker.clock import Clock
 from logbroker.errors import (
@@ -55,8 +56,9 @@ _limited = RateLimitedLog(log, burst=10, interval_s=60.0)
 _TXN_ERRORS = (InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError)
 
 
-@dataclass(frozen=True, slots=True)
-class ProduceResult:
+class ProduceResult(NamedTuple):
+    """One partition's answer to a produce (a NamedTuple: one is built per partition appended)."""
+
     error: KafkaError | None
     base_offset: int = -1
     last_offset: int = -1
