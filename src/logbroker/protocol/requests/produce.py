@@ -24,7 +24,7 @@ import struct
 from typing import NamedTuple
 
 from logbroker.protocol.guard import BodyRejected
-from logbroker.protocol.wire import read_uvarint
+from logbroker.protocol.wire import read_uvarint, skip_tagged_fields
 
 _I16 = struct.Struct(">h").unpack_from
 _I32 = struct.Struct(">i").unpack_from
@@ -60,7 +60,7 @@ def decode_produce_request(frame: memoryview, pos: int, version: int) -> Produce
         return _legacy(frame, pos, end)
     except UnicodeDecodeError as e:
         raise BodyRejected(f"a string is not UTF-8: {e}") from None
-    except (struct.error, IndexError, ValueError) as e:  # ValueError: a varint over 5 bytes
+    except (struct.error, IndexError, ValueError) as e:  # ValueError: a varint over 5 bytes, a tag too long
         raise BodyRejected(f"truncated or malformed: {e}") from None
 
 
@@ -134,10 +134,10 @@ def _flexible(frame: memoryview, pos: int, end: int) -> ProduceRequest:
             else:
                 partitions.append(PartitionProduceData(index, _slice(frame, pos, n - 1, end)))
                 pos += n - 1
-            pos = _skip_tags(frame, pos, end)
-        pos = _skip_tags(frame, pos, end)
+            pos = skip_tagged_fields(frame, pos, end)
+        pos = skip_tagged_fields(frame, pos, end)
         topics.append(TopicProduceData(name, tuple(partitions)))
-    pos = _skip_tags(frame, pos, end)
+    pos = skip_tagged_fields(frame, pos, end)
     _check_end(pos, end)
     return ProduceRequest(transactional_id, acks, timeout_ms, tuple(topics))
 
@@ -160,19 +160,6 @@ def _compact_count(frame, pos: int, end: int, name: str, min_size: int) -> tuple
     if count * min_size > end - pos:
         raise BodyRejected(f"array {name} of {count} elements cannot fit in the {end - pos} bytes left")
     return count, pos
-
-
-def _skip_tags(frame, pos: int, end: int) -> int:  # noqa: ANN001
-    if frame[pos] == 0:  # no tagged fields: the usual case
-        return pos + 1
-    count, pos = read_uvarint(frame, pos)
-    for _ in range(count):
-        tag, pos = read_uvarint(frame, pos)
-        size, pos = read_uvarint(frame, pos)
-        pos += size
-        if pos > end:
-            raise BodyRejected(f"tagged field {tag} runs past the end of the frame")
-    return pos
 
 
 def _text(frame, pos: int, n: int, end: int) -> str:  # noqa: ANN001
