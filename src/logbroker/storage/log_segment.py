@@ -10,7 +10,7 @@ from pathlib import Path
 from logbroker.clock import Clock
 from logbroker.errors import CorruptRecordError, KafkaStorageError
 from logbroker.records.batch import LOG_OVERHEAD, MAGIC, NO_TIMESTAMP, BatchHeader, compute_crc
-from logbroker.storage.abstract_index import DEFAULT_MAX_INDEX_SIZE, CorruptIndexError
+from logbroker.storage.abstract_index import DEFAULT_MAX_INDEX_SIZE, INT32_MAX, CorruptIndexError
 from logbroker.storage.file_records import FileRecords
 from logbroker.storage.offset_index import OffsetIndex
 from logbroker.storage.time_index import TimeIndex
@@ -253,7 +253,7 @@ class LogSegment:
         physical_position = self._log.size_in_bytes
         if physical_position == 0:
             self._rolling_based_timestamp = largest_timestamp
-        if not self.can_convert_to_relative_offset(largest_offset):
+        if not 0 <= largest_offset - self._base_offset <= INT32_MAX:  # can_convert_to_relative_offset
             raise LogSegmentOffsetOverflowError(
                 f"detected offset overflow at offset {largest_offset} in segment {self!r}")
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
@@ -366,13 +366,13 @@ class LogSegment:
         segment_ms - jitter past the segment's first batch timestamp (wall-clock time since the
         segment was created when there is none); either index is full; or the batch's last offset
         does not fit the indexes."""
-        size = self.size
+        size = self._log.size_in_bytes
         return (size > segment_bytes - incoming_size
+                or not 0 <= incoming_max_offset - self._base_offset <= INT32_MAX  # overflows the indexes
                 or (size > 0 and self._time_waited_for_roll(now_ms, incoming_max_timestamp)
                     > segment_ms - self.rolling_jitter_ms)
                 or self.offset_index.is_full
-                or self.time_index.is_full
-                or not self.can_convert_to_relative_offset(incoming_max_offset))
+                or self.time_index.is_full)
 
     def on_become_inactive(self) -> None:
         """On roll: the final time index entry, then trim both indexes and the .log."""
