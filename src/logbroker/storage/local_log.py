@@ -222,10 +222,9 @@ class LocalLog:
     # --- rolling ---------------------------------------------------------------------------
 
     def should_roll(self, size: int, max_timestamp: int, max_offset: int, now_ms: int) -> bool:
-        return self._segments.active.should_roll(
-            incoming_size=size, incoming_max_timestamp=max_timestamp,
-            incoming_max_offset=max_offset, now_ms=now_ms,
-            segment_bytes=self.config.segment_bytes, segment_ms=self.config.segment_ms)
+        config = self.config
+        return self._segments.active.should_roll(size, max_timestamp, max_offset, now_ms,
+                                                 config.segment_bytes, config.segment_ms)
 
     def roll(self, new_offset: int) -> LogSegment:
         """Make a new active segment at `new_offset` (>= the active segment's base offset; an
