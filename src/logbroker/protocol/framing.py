@@ -10,12 +10,13 @@ holds many small frames or a slice of one big Produce. Copies are what cost:
 * Frames that lie wholly inside the data just fed (the common case) come back as memoryviews of
   that `bytes` object — no copy at all. kio then copies a Produce's records into the `bytes`
   of the parsed request, the first of the two copies on the way in (see codec.py).
-* Only an incomplete frame at the end of a read is kept, as the list of its pieces: views of the
-  reads' own `bytes` (no copy while it arrives), joined once into one `bytes` when its last byte
-  is in. Each byte of a frame that spans reads is copied once, however many reads it took — a
-  buffer grown by appends would copy it again at each reallocation, and one allocated whole on its
-  announced size would first be zero-filled (and let a client make the broker hold
-  socket.request.max.bytes per connection by sending size prefixes alone).
+* Only an incomplete frame at the end of a read is kept, in a bytearray that grows by appends
+  (amortised O(1) a byte, never O(n²)). The frame it completes is handed out as a memoryview of
+  that bytearray, and the decoder then starts a fresh bytearray for the next partial frame instead
+  of compacting the old one in place. A bytearray cannot be resized while a memoryview of it is
+  alive, so this is what makes handing out views safe: a buffer that has been handed out is never
+  written again. The bytes copied into the new buffer are only the new partial frame's, which came
+  in with this read, so each byte is copied at most once.
 
 A frame is therefore valid for as long as the caller keeps it; it pins the chunk it came from.
 
@@ -36,7 +37,6 @@ from logbroker.protocol.errors import InvalidReceiveError
 
 DEFAULT_MAX_REQUEST_BYTES = 104857600  # socket.request.max.bytes
 SIZE_PREFIX_BYTES = 4
-_PIN_MIN_BYTES = 4096  # a smaller piece of a partial frame is copied rather than kept as a view
 
 _SIZE = struct.Struct(">i")
 
@@ -44,16 +44,14 @@ _SIZE = struct.Struct(">i")
 class FrameDecoder:
     """Incremental decoder of size-prefixed frames. Not thread-safe; one per connection."""
 
-    __slots__ = ("_max_frame_bytes", "_pieces", "_filled", "_partial_size", "_failed")
+    __slots__ = ("_max_frame_bytes", "_partial", "_partial_size", "_failed")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         if max_frame_bytes < 0:
             raise ValueError(f"max_frame_bytes must be >= 0, got {max_frame_bytes}")
         self._max_frame_bytes = max_frame_bytes
-        # The one incomplete frame, size prefix included: views of the reads it came in, `_filled`
-        # bytes in all (0 when between frames).
-        self._pieces: list[memoryview] = []
-        self._filled = 0
+        # Bytes of the one incomplete frame, size prefix included (empty when between frames).
+        self._partial = bytearray()
         # That frame's body size once its prefix is complete, else -1.
         self._partial_size = -1
         self._failed: InvalidReceiveError | None = None
@@ -65,7 +63,7 @@ class FrameDecoder:
     @property
     def buffered_bytes(self) -> int:
         """Bytes held for an incomplete frame (prefix included)."""
-        return self._filled
+        return len(self._partial)
 
     @property
     def failed(self) -> InvalidReceiveError | None:
@@ -91,25 +89,26 @@ class FrameDecoder:
         end = len(data)
         pos = 0
         frames: list[memoryview] = []
+        partial = self._partial
 
-        if self._filled:
-            # Finish the frame started by earlier reads, taking only the bytes it still needs.
+        if partial:
+            # Finish the frame started by earlier reads, copying only the bytes it still needs.
             if self._partial_size < 0:
-                take = min(SIZE_PREFIX_BYTES - self._filled, end)
-                self._take(view[:take])
+                take = min(SIZE_PREFIX_BYTES - len(partial), end)
+                partial += view[:take]
                 pos = take
-                if self._filled < SIZE_PREFIX_BYTES:
+                if len(partial) < SIZE_PREFIX_BYTES:
                     return frames
-                self._partial_size = self._check_size(_SIZE.unpack_from(b"".join(self._pieces), 0)[0])
-            need = SIZE_PREFIX_BYTES + self._partial_size - self._filled
+                self._partial_size = self._check_size(_SIZE.unpack_from(partial, 0)[0])
+            need = SIZE_PREFIX_BYTES + self._partial_size - len(partial)
             take = min(need, end - pos)
-            self._take(view[pos:pos + take])
+            partial += view[pos:pos + take]
             pos += take
             if take < need:
                 return frames
-            frames.append(memoryview(b"".join(self._pieces))[SIZE_PREFIX_BYTES:])
-            self._pieces = []
-            self._filled = 0
+            frames.append(memoryview(partial)[SIZE_PREFIX_BYTES:].toreadonly())
+            # That bytearray now belongs to the view just handed out; never resize it again.
+            self._partial = partial = bytearray()
             self._partial_size = -1
 
         # Frames lying wholly in `data`: views, no copies.
@@ -133,21 +132,8 @@ class FrameDecoder:
             pos = stop
 
         if pos < end:
-            self._take(view[pos:])
+            partial += view[pos:]
         return frames
-
-    def _take(self, piece: memoryview) -> None:
-        """Add `piece` (a view of a read's bytes, which nothing writes) to the partial frame: kept
-        as it is when large, copied when small — so a client trickling a frame a few bytes a read
-        cannot make each read's buffer stay pinned (memory stays within ~2x the frame)."""
-        n = len(piece)
-        if n >= _PIN_MIN_BYTES:
-            self._pieces.append(piece)
-        elif self._pieces and type(self._pieces[-1]) is bytearray:
-            self._pieces[-1] += piece
-        else:
-            self._pieces.append(bytearray(piece))
-        self._filled += n
 
     def _check_size(self, size: int) -> int:
         if size < 0 or size > self._max_frame_bytes:
