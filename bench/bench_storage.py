@@ -65,7 +65,7 @@ from common import (  # noqa: E402
     write_json,
 )
 
-import logbroker.storage.log as log_module  # noqa: E402
+import logbroker.storage.log_loader as log_loader_module  # noqa: E402
 from logbroker.clock import SystemClock  # noqa: E402
 from logbroker.records.batch import LOG_OVERHEAD, compute_crc  # noqa: E402
 from logbroker.records.builder import build_batch  # noqa: E402
@@ -321,12 +321,12 @@ def bench_reads(log: Log, sizes: Sizes, *, batch_bytes: int, records: int,
 # --- 3. recovery ------------------------------------------------------------------------------
 
 class _LoadTimer:
-    """Wraps log.py's load_segments (the segment scan and index rebuild) to time it apart from
-    the rest of Log.open (producer state, leader epochs)."""
+    """Wraps log_loader.py's load_segments (the segment scan and index rebuild) to time it apart
+    from the rest of Log.open (producer state, leader epochs)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        self._original = log_module.load_segments
+        self._original = log_loader_module.load_segments
 
     def __enter__(self) -> _LoadTimer:
         def timed(*args, **kwargs):
@@ -335,11 +335,11 @@ class _LoadTimer:
                 return self._original(*args, **kwargs)
             finally:
                 self.seconds += time.perf_counter() - t0
-        log_module.load_segments = timed
+        log_loader_module.load_segments = timed
         return self
 
     def __exit__(self, *exc) -> None:
-        log_module.load_segments = self._original
+        log_loader_module.load_segments = self._original
 
 
 def restore_crash_state(directory: Path, crash_files: set[str]) -> None:

@@ -7,7 +7,7 @@ import subprocess
 
 from clients import create_topic
 from test_kafkajs import JS_DIR, pytestmark  # noqa: F401 - the same skip condition
-from test_transactions import _read_all
+from transactional_clients import read_all
 
 
 def test_kafkajs_transaction_commits_offsets_and_aborts(logbroker):
@@ -17,5 +17,5 @@ def test_kafkajs_transaction_commits_offsets_and_aborts(logbroker):
     assert result.returncode == 0, result.stderr
     offsets = json.loads(result.stdout.strip().splitlines()[-1])["offsets"]
     assert [(p["partition"], p["offset"]) for p in offsets[0]["partitions"]] == [(0, "7")]
-    values = [v for _, _, v in _read_all(logbroker, "txn-kafkajs", isolation="read_committed", expect=1)]
+    values = [v for _, _, v in read_all(logbroker, "txn-kafkajs", isolation="read_committed", expect=1)]
     assert values == [b"committed"]

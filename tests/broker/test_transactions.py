@@ -4,47 +4,17 @@ consumers, offsets sent to a transaction, zombie fencing, and the error codes of
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition as CTP
 
 from clients import create_topic
+from transactional_clients import read_all, transactional_producer
 
 TIMEOUT_S = 30
 
 
 def _producer(bootstrap: str, txn_id: str, **config) -> Producer:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, **config})
-    producer.init_transactions(TIMEOUT_S)
-    return producer
-
-
-def _read_all(bootstrap: str, topic: str, *, isolation: str, partitions: int = 1, expect: int | None = None,
-              timeout_s: float = 10.0) -> list[tuple[int, int, bytes]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4()}",
-                         "isolation.level": isolation, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "enable.partition.eof": True})
-    consumer.assign([CTP(topic, p, 0) for p in range(partitions)])
-    got, eof = [], set()
-    import time
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == -191:  # _PARTITION_EOF
-                    eof.add(msg.partition())
-                    if len(eof) == partitions and (expect is None or len(got) >= expect):
-                        break
-                    continue
-                raise KafkaException(msg.error())
-            got.append((msg.partition(), msg.offset(), msg.value()))
-    finally:
-        consumer.close()
-    return got
+    return transactional_producer(bootstrap, txn_id, init_timeout_s=TIMEOUT_S, **config)
 
 
 def test_confluent_commit_and_abort_across_two_topics(logbroker):
@@ -66,12 +36,12 @@ def test_confluent_commit_and_abort_across_two_topics(logbroker):
     producer.produce("txn-b", value=b"last", partition=0)
     producer.commit_transaction(TIMEOUT_S)
 
-    committed_b = [v for _, _, v in _read_all(logbroker, "txn-b", isolation="read_committed", expect=6)]
+    committed_b = [v for _, _, v in read_all(logbroker, "txn-b", isolation="read_committed", expect=6)]
     assert committed_b == [f"committed-{i}".encode() for i in range(5)] + [b"last"]
-    committed_a = sorted(v for _, _, v in _read_all(logbroker, "txn-a", isolation="read_committed",
+    committed_a = sorted(v for _, _, v in read_all(logbroker, "txn-a", isolation="read_committed",
                                                     partitions=2, expect=5))
     assert committed_a == sorted(f"committed-{i}".encode() for i in range(5))
-    everything_b = [v for _, _, v in _read_all(logbroker, "txn-b", isolation="read_uncommitted", expect=9)]
+    everything_b = [v for _, _, v in read_all(logbroker, "txn-b", isolation="read_uncommitted", expect=9)]
     assert everything_b == ([f"committed-{i}".encode() for i in range(5)]
                             + [f"aborted-{i}".encode() for i in range(3)] + [b"last"])
 
@@ -126,7 +96,7 @@ def test_confluent_zombie_is_fenced_by_a_new_producer_with_the_same_id(logbroker
         zombie.commit_transaction(TIMEOUT_S)
     assert raised.value.args[0].fatal() or raised.value.args[0].name() in ("_FENCED", "PRODUCER_FENCED",
                                                                           "INVALID_PRODUCER_EPOCH")
-    values = [v for _, _, v in _read_all(logbroker, "txn-zombie", isolation="read_committed", expect=1)]
+    values = [v for _, _, v in read_all(logbroker, "txn-zombie", isolation="read_committed", expect=1)]
     assert values == [b"from-the-successor"]
 
 
@@ -142,7 +112,7 @@ def test_two_concurrent_transactional_producers(logbroker):
     second.flush(TIMEOUT_S)
     second.abort_transaction(TIMEOUT_S)
     first.commit_transaction(TIMEOUT_S)
-    values = sorted(v for _, _, v in _read_all(logbroker, "txn-concurrent", isolation="read_committed",
+    values = sorted(v for _, _, v in read_all(logbroker, "txn-concurrent", isolation="read_committed",
                                                partitions=2, expect=10))
     assert values == sorted(f"first-{i}".encode() for i in range(10))
 
@@ -159,7 +129,7 @@ def test_kafka_python_transactional_producer(logbroker):
     producer.send("txn-kafka-python", b"committed")
     producer.commit_transaction()
     producer.close()
-    values = [v for _, _, v in _read_all(logbroker, "txn-kafka-python", isolation="read_committed", expect=1)]
+    values = [v for _, _, v in read_all(logbroker, "txn-kafka-python", isolation="read_committed", expect=1)]
     assert values == [b"committed"]
 
 
@@ -183,7 +153,7 @@ def test_aiokafka_transactional_producer_with_offsets(logbroker):
         finally:
             await producer.stop()
     asyncio.run(run())
-    values = [v for _, _, v in _read_all(logbroker, "txn-aiokafka", isolation="read_committed", expect=1)]
+    values = [v for _, _, v in read_all(logbroker, "txn-aiokafka", isolation="read_committed", expect=1)]
     assert values == [b"committed"]
     assert _committed(logbroker, "txn-aiokafka-group", "txn-aiokafka") == [5]
 
@@ -218,7 +188,7 @@ def test_transaction_open_at_kill_9_is_aborted_on_timeout_after_restart(logbroke
     after.begin_transaction()
     after.produce("txn-crash", value=b"committed-after")
     after.commit_transaction(TIMEOUT_S)
-    values = [v for _, _, v in _read_all(broker.bootstrap, "txn-crash", isolation="read_committed", expect=2)]
+    values = [v for _, _, v in read_all(broker.bootstrap, "txn-crash", isolation="read_committed", expect=2)]
     assert values == [b"committed-before", b"committed-after"]
 
 

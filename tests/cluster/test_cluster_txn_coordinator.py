@@ -4,11 +4,9 @@ reach the leaders of the transaction's partitions over the inter-broker listener
 
 from __future__ import annotations
 
-import time
-import uuid
-
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+import transactional_clients
+from confluent_kafka import KafkaException, Producer
 
 from logbroker.testing import wait_for
 
@@ -20,35 +18,14 @@ TOPIC_CONFIG = {"min.insync.replicas": "2"}
 
 
 def read_committed(bootstrap: str, topic: str, partitions: int, *, expect: int, timeout_s: float = 60) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4()}", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-                         "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values, eof = [], set()
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == -191:
-                    eof.add(msg.partition())
-                    if len(eof) == partitions and len(values) >= expect:
-                        break
-                    continue
-                raise KafkaException(msg.error())
-            values.append(msg.value())
-    finally:
-        consumer.close()
-    return values
+    records = transactional_clients.read_all(bootstrap, topic, isolation="read_committed", partitions=partitions,
+                                             expect=expect, timeout_s=timeout_s)
+    return [value for _, _, value in records]
 
 
 def transactional_producer(bootstrap: str, txn_id: str, timeout_ms: int = 10_000) -> Producer:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "acks": "all",
-                         "transaction.timeout.ms": timeout_ms})
-    producer.init_transactions(60)
-    return producer
+    return transactional_clients.transactional_producer(bootstrap, txn_id, init_timeout_s=60, acks="all",
+                                                        **{"transaction.timeout.ms": timeout_ms})
 
 
 @pytest.mark.logbroker_cluster(**TXN_CLUSTER)

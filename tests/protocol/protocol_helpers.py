@@ -110,3 +110,15 @@ def join_chunks(chunks: list[Any]) -> bytes:
 
 
 error_codes = st.sampled_from([e.value for e in ErrorCode])
+
+
+def as_hand_decoded_produce(body: Any) -> Any:
+    """A kio ProduceRequest in the shape the hand-written decoder gives (protocol/requests/
+    produce.py), for comparing the two: records compare equal whether bytes or a view."""
+    from logbroker.protocol.requests.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+
+    return ProduceRequest(
+        body.transactional_id, body.acks, int(body.timeout.total_seconds() * 1000),
+        tuple(TopicProduceData(t.name, tuple(PartitionProduceData(p.index, p.records)
+                                             for p in t.partition_data))
+              for t in body.topic_data))

@@ -22,7 +22,7 @@ from logbroker.protocol.errors import (
     UnsupportedApiVersionError,
     UnsupportedApiVersionsRequest,
 )
-from protocol_helpers import kio_request_frame, kio_response_frame
+from protocol_helpers import as_hand_decoded_produce, kio_request_frame, kio_response_frame
 
 ALL_VERSIONS = [(spec.api_key, v) for spec in SUPPORTED_APIS.values()
                 for v in range(spec.min_version, spec.max_version + 1)]
@@ -41,7 +41,7 @@ def test_decodes_every_supported_request_as_kio_encodes_it(api_key, version, dat
     request = decode_request(memoryview(frame))
     assert (request.api_key, request.api_version, request.correlation_id) == (api_key, version, 1234)
     assert request.client_id == client_id
-    assert request.body == body
+    assert request.body == (as_hand_decoded_produce(body) if api_key == ApiKey.PRODUCE else body)
     assert request.size == len(frame)
 
 
@@ -55,12 +55,13 @@ def produce_frame(version: int, records: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("version", [3, 9, 11])
-def test_produce_records_come_out_as_one_bytes_copy(version):
+def test_produce_records_are_a_read_only_view_of_the_frame_not_a_copy(version):
     records = bytes(range(256)) * 64
-    frame = produce_frame(version, records)
-    request = decode_request(memoryview(frame))
+    frame = memoryview(produce_frame(version, records))
+    request = decode_request(frame)
     out = request.body.topic_data[0].partition_data[0].records
-    assert type(out) is bytes and out == records
+    assert type(out) is memoryview and out.readonly and out == records
+    assert out.obj is frame.obj  # the frame's own buffer
 
 
 def test_unknown_api_key_is_an_error_with_its_correlation_id():

@@ -58,7 +58,7 @@ def metadata_throttled(broker, user: str) -> bool:
 
     from kio.index import load_request_schema
 
-    from logbroker.cli.configs import client_security
+    from logbroker.cli.admin_connections import client_security
     from logbroker.client import KafkaConnection
     from logbroker.server.responses import build
 

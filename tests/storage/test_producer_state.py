@@ -23,17 +23,14 @@ from logbroker.records.batch import (
     TRANSACTIONAL_FLAG_MASK,
     BatchHeader,
 )
-from logbroker.storage.producer_state import (
-    INT32_MAX,
-    BatchMetadata,
-    CorruptSnapshotError,
-    ProducerStateEntry,
-    ProducerStateManager,
+from logbroker.storage.producer_snapshot import (
     decode_snapshot,
     encode_snapshot,
     flush_snapshot,
     snapshot_file_name,
 )
+from logbroker.storage.producer_state import ProducerStateManager
+from logbroker.storage.producer_state_entry import INT32_MAX, BatchMetadata, ProducerStateEntry
 
 PID = 1000
 T0 = 1_700_000_000_000
@@ -286,12 +283,6 @@ def test_snapshot_file_is_kafkas_format_byte_for_byte(log: Log) -> None:
     ]
 
 
-def test_empty_snapshot_is_ten_bytes() -> None:
-    data = encode_snapshot([])
-    assert data == struct.pack(">hIi", 1, crc32c.crc32c(b"\0\0\0\0"), 0)
-    assert decode_snapshot(data) == []
-
-
 def test_snapshot_round_trip_keeps_the_last_batch_of_each_producer(log: Log) -> None:
     for i in range(4):
         log.append(header(epoch=1, seq=2 * i, count=2, ts=T0 + i))
@@ -306,29 +297,6 @@ def test_snapshot_round_trip_keeps_the_last_batch_of_each_producer(log: Log) -> 
     assert reloaded.check(header(epoch=1, seq=8)) is None
     assert encode_snapshot(reloaded.active_producers.values()) == \
         encode_snapshot(log.psm.active_producers.values())  # one producer: order is moot
-
-
-def test_snapshot_entry_without_batch_or_transaction_decodes_to_empty_entry() -> None:
-    data = encode_snapshot([ProducerStateEntry(9, producer_epoch=4, coordinator_epoch=2)])
-    (entry,) = decode_snapshot(data)
-    assert entry == ProducerStateEntry(9, producer_epoch=4, coordinator_epoch=2)
-    assert (entry.last_seq, entry.last_data_offset, entry.last_offset_delta) == (-1, -1, 0)
-
-
-@pytest.mark.parametrize("damage", ["flip", "truncate", "version", "count"])
-def test_damaged_snapshot_bytes_are_corrupt(damage: str) -> None:
-    data = bytearray(encode_snapshot([ProducerStateEntry(1, producer_epoch=0)]))
-    if damage == "flip":
-        data[20] ^= 0x01
-    elif damage == "truncate":
-        del data[-3:]
-    elif damage == "version":
-        data[1] = 2
-    else:  # a count too large, with a CRC that matches it
-        struct.pack_into(">i", data, 6, 2)
-        struct.pack_into(">I", data, 2, crc32c.crc32c(bytes(data[6:])))
-    with pytest.raises(CorruptSnapshotError):
-        decode_snapshot(bytes(data))
 
 
 def test_take_snapshot_skips_an_offset_already_snapshotted(log: Log) -> None:

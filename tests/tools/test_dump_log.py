@@ -318,7 +318,8 @@ def test_txn_index_entries(tmp_path):
 
 
 def test_producer_snapshot_entries(tmp_path):
-    from logbroker.storage.producer_state import BatchMetadata, ProducerStateEntry, encode_snapshot
+    from logbroker.storage.producer_snapshot import encode_snapshot
+    from logbroker.storage.producer_state_entry import BatchMetadata, ProducerStateEntry
     snapshot = tmp_path / f"{108:020d}.snapshot"
     snapshot.write_bytes(encode_snapshot([ProducerStateEntry(
         7, producer_epoch=1, coordinator_epoch=-1, last_timestamp=1020,

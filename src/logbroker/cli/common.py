@@ -1,5 +1,5 @@
-"""What the Kafka-style tools share: client configs, `key=value` options, errors as one sentence,
-and the progress display.
+"""What the Kafka-style tools share: client configs, `key=value` options, the one action a
+command takes, tables, errors as one sentence, and the progress display.
 
 The tools talk to any Kafka cluster through confluent-kafka (librdkafka), never through
 logbroker's own code, so they are as good a check of a broker as any other client.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NoReturn
 
 import click
@@ -114,6 +114,27 @@ def error_sentence(error: object) -> str:
         return f"{message} ({name})."
     message = str(error).rstrip(". ") or type(error).__name__
     return f"{message}."
+
+
+def one_action(given: Mapping[str, bool], *, usage: str) -> str:
+    """The one action flag a command was given (the key of the only true value in `given`);
+    click.UsageError "Command must include exactly one action: <usage>" for none or several."""
+    actions = [name for name, on in given.items() if on]
+    if len(actions) != 1:
+        raise click.UsageError(f"Command must include exactly one action: {usage}")
+    return actions[0]
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, tabbed: bool = False) -> str:
+    """Rows under headers, each column left-aligned to its widest cell. Two layouts of Kafka's
+    tools: cells two spaces apart with the line's trailing blanks dropped (kafka-share-groups.sh,
+    the default), or `tabbed`, each cell padded and followed by a tab (kafka-transactions.sh,
+    TransactionsCommand.prettyPrintTable)."""
+    lines = [tuple(str(cell) for cell in row) for row in (headers, *rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    if tabbed:
+        return "\n".join("".join(cell.ljust(w) + "\t" for cell, w in zip(line, widths)) for line in lines)
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
 
 
 def fail(message: str, exit_code: int = 1) -> NoReturn:

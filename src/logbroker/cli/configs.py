@@ -31,6 +31,7 @@ import sys
 
 import click
 
+from logbroker.cli.admin_connections import client_security
 from logbroker.cli.common import admin_client, error_sentence, fail, load_properties_file
 
 ENTITY_TYPES = ("topics", "brokers", "users", "clients")
@@ -427,32 +428,6 @@ class ConfigCommand:
         from logbroker.errors import BY_CODE
         name = BY_CODE[code].name if code in BY_CODE else str(code)
         fail(f"{(message or name).rstrip('.')} ({name}).")
-
-
-def client_security(properties: dict[str, str]):
-    """logbroker.client's ClientSecurity from client properties (security.protocol, sasl.mechanism,
-    sasl.username/sasl.password or sasl.jaas.config, ssl.ca.location or ssl.truststore.location
-    as PEM)."""
-    import ssl
-
-    from logbroker.client import ClientSecurity
-    protocol = properties.get("security.protocol", "PLAINTEXT").upper()
-    ssl_context = None
-    if protocol in ("SSL", "SASL_SSL"):
-        ssl_context = ssl.create_default_context(
-            cafile=properties.get("ssl.ca.location") or properties.get("ssl.truststore.location"))
-        if properties.get("ssl.endpoint.identification.algorithm", "https") in ("", "none"):
-            ssl_context.check_hostname = False
-    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
-        return ClientSecurity(protocol, ssl_context)
-    username, password = properties.get("sasl.username", ""), properties.get("sasl.password", "")
-    jaas = properties.get("sasl.jaas.config")
-    if jaas and not username:
-        from logbroker.security.jaas import parse_jaas
-        options = parse_jaas(jaas)[2]
-        username, password = options.get("username", ""), options.get("password", "")
-    return ClientSecurity(protocol, ssl_context, properties.get("sasl.mechanism", "GSSAPI").upper(),
-                          username, password)
 
 
 class _Entry:

@@ -33,10 +33,10 @@ from logbroker.cli.common import (
     error_sentence,
     fail,
     fail_with,
+    one_action,
 )
 from logbroker.cli.group_admin import Cluster, state_name
 
-ACTIONS = ("list", "describe", "delete", "reset_offsets", "delete_offsets")
 # Error codes of OffsetDelete's group-level errors that Kafka's tool explains per partition.
 UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED, GROUP_SUBSCRIBED_TO_TOPIC = 3, 29, 86
 PARTITION_LEVEL_ERRORS = frozenset({UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED,
@@ -94,13 +94,9 @@ def groups(bootstrap_server: str, command_config: str | None, timeout_ms: int, l
            to_datetime: str | None, by_duration: str | None, dry_run: bool,
            execute: bool) -> None:
     """List, describe, reset offsets of, or delete consumer groups (kafka-consumer-groups.sh)."""
-    given = {"list": list_, "describe": describe, "delete": delete,
-             "reset_offsets": reset_offsets, "delete_offsets": delete_offsets}
-    actions = [name for name in ACTIONS if given[name]]
-    if len(actions) != 1:
-        raise click.UsageError("Command must include exactly one action: --list, --describe, "
-                               "--delete, --reset-offsets, --delete-offsets")
-    action = actions[0]
+    action = one_action({"list": list_, "describe": describe, "delete": delete,
+                         "reset_offsets": reset_offsets, "delete_offsets": delete_offsets},
+                        usage="--list, --describe, --delete, --reset-offsets, --delete-offsets")
     if action != "list" and not groups and not (all_groups and action != "delete_offsets"):
         raise click.UsageError(f"Option {_option_name(action)} takes one of these options: "
                                "--all-groups, --group")

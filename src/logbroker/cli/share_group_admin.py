@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import click
 
+from logbroker.cli.admin_connections import AdminConnections
 from logbroker.errors import error_name
 
 
@@ -18,15 +19,9 @@ def _failed(what: str, code: int) -> click.ClickException:
     return click.ClickException(f"{what}: {error_name(code)}")
 
 
-class ShareAdmin:
+class ShareAdmin(AdminConnections):
     def __init__(self, bootstrap: str, security=None) -> None:
-        from logbroker.client import PLAINTEXT, KafkaConnection
-        host, port = bootstrap.split(",")[0].strip().rsplit(":", 1)
-        self._security = security or PLAINTEXT
-        self._bootstrap = KafkaConnection(host, int(port), client_id="logbroker-share-groups", timeout_s=10,
-                                          security=self._security)
-        self._connections: dict[int, object] = {}
-        self.brokers: dict[int, tuple[str, int]] = {}
+        super().__init__(bootstrap, security, client_id="logbroker-share-groups")
         self.leaders: dict[tuple[str, int], int] = {}
         self.topic_partitions: dict[str, list[int]] = {}
 
@@ -39,14 +34,6 @@ class ShareAdmin:
             self.topic_partitions[t.name] = sorted(p.partition_index for p in t.partitions)
             for p in t.partitions:
                 self.leaders[(t.name, p.partition_index)] = p.leader_id
-
-    def connection(self, broker_id: int):
-        from logbroker.client import KafkaConnection
-        if broker_id not in self._connections:
-            host, port = self.brokers[broker_id]
-            self._connections[broker_id] = KafkaConnection(host, port, client_id="logbroker-share-groups",
-                                                           timeout_s=10, security=self._security)
-        return self._connections[broker_id]
 
     async def coordinator(self, group_id: str):
         from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
@@ -148,8 +135,3 @@ class ShareAdmin:
         connection, _ = await self.coordinator(group_id)
         response = await connection.request(DeleteGroupsRequest(groups_names=(group_id,)))
         return int(response.results[0].error_code)
-
-    async def close(self) -> None:
-        await self._bootstrap.close()
-        for connection in self._connections.values():
-            await connection.close()

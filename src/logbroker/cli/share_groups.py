@@ -19,43 +19,26 @@ members, as Kafka. Errors are one line on stderr, with exit code 1.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 
 import click
 
-from logbroker.cli.common import bootstrap_option, fail, load_properties_file
+from logbroker.cli.admin_connections import client_security, run_admin
+from logbroker.cli.common import bootstrap_option, fail, load_properties_file, one_action, table
 from logbroker.errors import error_name
 
-ACTIONS = ("list", "describe", "reset_offsets", "delete_offsets", "delete")
 EARLIEST, LATEST = -2, -1
-
-
-def table(headers, rows) -> str:
-    """Columns left-aligned to their widest cell, two spaces apart (Kafka's describe output)."""
-    widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
-    lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip() for row in (headers, *rows)]
-    return "\n".join(lines)
 
 
 def _run(bootstrap: str, command_config: str | None, work):
     from logbroker.cli.share_group_admin import ShareAdmin
-    from logbroker.cli.transactions import client_security
     props = load_properties_file(command_config, "--command-config")
 
-    async def main():
-        admin = ShareAdmin(bootstrap, client_security(props))
-        try:
-            await admin.metadata()
-            return await work(admin)
-        except OSError as exc:
-            fail(f"Cannot reach a broker at {bootstrap}: {exc}.")
-        finally:
-            await admin.close()
-    try:
-        return asyncio.run(main())
-    except click.ClickException as exc:
-        fail(f"Error: {exc.message}.")
+    async def with_metadata(admin):
+        await admin.metadata()
+        return await work(admin)
+    return run_admin(bootstrap, lambda: ShareAdmin(bootstrap, client_security(props)), with_metadata,
+                     click_error_prefix="Error: ")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -83,13 +66,9 @@ def share_groups(bootstrap_server, command_config, list_, describe, reset_offset
                  all_groups, topics, all_topics, members, offsets, state, to_earliest, to_latest, to_datetime,
                  dry_run, execute) -> None:
     """List, describe, reset offsets of, or delete share groups (kafka-share-groups.sh)."""
-    given = {"list": list_, "describe": describe, "reset_offsets": reset_offsets,
-             "delete_offsets": delete_offsets, "delete": delete}
-    actions = [name for name in ACTIONS if given[name]]
-    if len(actions) != 1:
-        raise click.UsageError("Command must include exactly one action: --list, --describe, --delete, "
-                               "--reset-offsets, --delete-offsets")
-    action = actions[0]
+    action = one_action({"list": list_, "describe": describe, "reset_offsets": reset_offsets,
+                         "delete_offsets": delete_offsets, "delete": delete},
+                        usage="--list, --describe, --delete, --reset-offsets, --delete-offsets")
     if action != "list" and not groups and not (all_groups and action in ("describe", "delete")):
         raise click.UsageError(f"Option --{action.replace('_', '-')} takes one of these options: --all-groups, --group")
     if action == "reset_offsets":

@@ -27,6 +27,7 @@ from logbroker.cli.common import (
     fail,
     fail_with,
     is_internal,
+    one_action,
     parse_key_values,
     unreachable,
 )
@@ -118,13 +119,9 @@ def topics(bootstrap_server: str, command_config: str | None, create: bool, list
            configs: tuple[str, ...], if_not_exists: bool, if_exists: bool, exclude_internal: bool,
            under_replicated_partitions: bool, unavailable_partitions: bool) -> None:
     """Create, delete, describe, or change a topic (kafka-topics.sh)."""
-    actions = [name for name, given in (("create", create), ("list", list_),
-                                        ("describe", describe), ("alter", alter),
-                                        ("delete", delete)) if given]
-    if len(actions) != 1:
-        raise click.UsageError("Command must include exactly one action: --list, --describe, "
-                               "--create, --alter or --delete")
-    action = actions[0]
+    action = one_action({"create": create, "list": list_, "describe": describe, "alter": alter,
+                         "delete": delete},
+                        usage="--list, --describe, --create, --alter or --delete")
     if action in ("create", "alter", "delete") and not topic:
         raise click.UsageError(f"--topic is required with --{action}")
     if action == "alter" and partitions is None:

@@ -23,13 +23,13 @@ sasl.username / sasl.password), ssl.ca.location (or ssl.truststore.location as a
 
 from __future__ import annotations
 
-import asyncio
 import struct
 import time
 
 import click
 
-from logbroker.cli.common import bootstrap_option, fail, load_properties_file
+from logbroker.cli.admin_connections import AdminConnections, client_security, run_admin
+from logbroker.cli.common import bootstrap_option, fail, load_properties_file, table
 from logbroker.errors import error_name
 
 LIST_HEADERS = ("TransactionalId", "Coordinator", "ProducerId", "TransactionState")
@@ -42,23 +42,11 @@ HANGING_HEADERS = ("Topic", "Partition", "ProducerId", "ProducerEpoch", "Coordin
                    "LastTimestamp", "Duration(min)")
 
 
-def pretty_table(headers, rows) -> str:
-    """Kafka's TransactionsCommand.prettyPrintTable: left-aligned, padded, each cell + a tab."""
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    return "\n".join("".join(cell.ljust(w) + "\t" for cell, w in zip(row, widths)) for row in (headers, *rows))
-
-
-class TxnAdmin:
+class TxnAdmin(AdminConnections):
     """The few requests the tool needs, over logbroker.client connections (asyncio)."""
 
     def __init__(self, bootstrap: str, security=None) -> None:
-        from logbroker.client import PLAINTEXT, KafkaConnection
-        host, port = bootstrap.split(",")[0].strip().rsplit(":", 1)
-        self._security = security or PLAINTEXT
-        self._bootstrap = KafkaConnection(host, int(port), client_id="logbroker-transactions", timeout_s=10,
-                                          security=self._security)
-        self._connections = {}
-        self.brokers: dict[int, tuple[str, int]] = {}
+        super().__init__(bootstrap, security, client_id="logbroker-transactions")
         self.partitions: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
 
     async def metadata(self, topics: list[str] | None) -> None:
@@ -73,16 +61,6 @@ class TxnAdmin:
                 fail(f"Topic {t.name}: {error_name(int(t.error_code))}.")
             for p in t.partitions:
                 self.partitions[(t.name, p.partition_index)] = (p.leader_id, tuple(p.replica_nodes))
-
-    def connection(self, broker_id: int):
-        from logbroker.client import KafkaConnection
-        if broker_id not in self._connections:
-            if broker_id not in self.brokers:
-                fail(f"Broker {broker_id} is not in the cluster's metadata.")
-            host, port = self.brokers[broker_id]
-            self._connections[broker_id] = KafkaConnection(host, port, client_id="logbroker-transactions",
-                                                           timeout_s=10, security=self._security)
-        return self._connections[broker_id]
 
     async def list_transactions(self, broker_id: int, producer_ids=()) -> list:
         from kio.schema.list_transactions.v0.request import ListTransactionsRequest
@@ -126,11 +104,6 @@ class TxnAdmin:
             topics=(WritableTxnMarkerTopic(name=topic, partition_indexes=(partition,)),),
             coordinator_epoch=coordinator_epoch),)))
         return int(response.markers[0].topics[0].partitions[0].error_code)
-
-    async def close(self) -> None:
-        await self._bootstrap.close()
-        for connection in self._connections.values():
-            await connection.close()
 
 
 def decode_describe_transactions(frame: bytes) -> list[dict]:
@@ -184,42 +157,9 @@ def decode_describe_transactions(frame: bytes) -> list[dict]:
     return states
 
 
-def client_security(props: dict[str, str]):
-    """The ClientSecurity of an admin client's properties (--command-config)."""
-    from logbroker.client import ClientSecurity
-    protocol = props.get("security.protocol", "PLAINTEXT").upper()
-    context = None
-    if protocol in ("SSL", "SASL_SSL"):
-        import ssl
-        context = ssl.create_default_context(cafile=props.get("ssl.ca.location")
-                                             or props.get("ssl.truststore.location"))
-    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
-        return ClientSecurity(protocol, context)
-    username, password = props.get("sasl.username", ""), props.get("sasl.password", "")
-    if "sasl.jaas.config" in props:
-        from logbroker.security.jaas import parse_jaas
-        options = parse_jaas(props["sasl.jaas.config"])[2]
-        username, password = options.get("username", username), options.get("password", password)
-    return ClientSecurity(protocol, context, props.get("sasl.mechanism", "GSSAPI").upper(), username, password)
-
-
 def _run(target: tuple[str, dict[str, str]], work):
     bootstrap, props = target
-
-    async def main():
-        admin = TxnAdmin(bootstrap, client_security(props))
-        try:
-            return await work(admin)
-        except OSError as exc:
-            fail(f"Cannot reach a broker at {bootstrap}: {exc}.")
-        finally:
-            await admin.close()
-    try:
-        return asyncio.run(main())
-    except click.ClickException as exc:
-        fail(f"{exc.message}.")
-    except Exception as exc:  # noqa: BLE001 - a connection failure, said in one line
-        fail(f"{type(exc).__name__}: {exc}.")
+    return run_admin(bootstrap, lambda: TxnAdmin(bootstrap, client_security(props)), work)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -244,7 +184,7 @@ def list_(target: tuple) -> None:
             for t in await admin.list_transactions(broker_id):
                 rows.append((t.transactional_id, str(broker_id), str(t.producer_id), t.transaction_state))
         return rows
-    click.echo(pretty_table(LIST_HEADERS, _run(target, work)))
+    click.echo(table(LIST_HEADERS, _run(target, work), tabbed=True))
 
 
 @transactions.command("describe")
@@ -265,7 +205,7 @@ def describe(target: tuple, transactional_id: str) -> None:
     row = (str(coordinator), transactional_id, str(state["producer_id"]), str(state["producer_epoch"]),
            state["transaction_state"], str(state["transaction_timeout_ms"]), started, duration,
            ",".join(f"{t}-{p}" for t, p in state["partitions"]))
-    click.echo(pretty_table(DESCRIBE_HEADERS, [row]))
+    click.echo(table(DESCRIBE_HEADERS, [row], tabbed=True))
 
 
 @transactions.command("describe-producers")
@@ -286,7 +226,7 @@ def describe_producers(target: tuple, broker_id: int | None, topic: str, partiti
     rows = [(str(p.producer_id), str(p.producer_epoch), str(p.coordinator_epoch), str(p.last_sequence),
              str(p.last_timestamp), str(p.current_txn_start_offset) if p.current_txn_start_offset >= 0 else "None")
             for p in producers]
-    click.echo(pretty_table(PRODUCERS_HEADERS, rows))
+    click.echo(table(PRODUCERS_HEADERS, rows, tabbed=True))
 
 
 def _leader(admin: TxnAdmin, topic: str, partition: int) -> int:
@@ -386,4 +326,4 @@ def find_hanging(target: tuple, broker_id: int | None, max_transaction_timeout: 
     rows = [(t, str(p), str(s.producer_id), str(s.producer_epoch), str(s.coordinator_epoch),
              str(s.current_txn_start_offset), str(s.last_timestamp), str((now - s.last_timestamp) // 60_000))
             for (t, p), s, now in _run(target, work)]
-    click.echo(pretty_table(HANGING_HEADERS, rows))
+    click.echo(table(HANGING_HEADERS, rows, tabbed=True))

@@ -33,9 +33,9 @@ import re2
 
 from logbroker.coordinator.assignors import Assignment
 from logbroker.coordinator.group import Group, GroupType
+from logbroker.coordinator.modern_group import ModernGroup
 from logbroker.coordinator.record_schema import CoordinatorRecord, ReplayedGroups, record_type
-from logbroker.errors import NonEmptyGroupError, StaleMemberEpochError, UnknownMemberIdError, \
-    UnsupportedVersionError
+from logbroker.errors import StaleMemberEpochError, UnsupportedVersionError
 
 GROUP_METADATA = record_type("ConsumerGroupMetadata")  # key 3: the group epoch
 PARTITION_METADATA = record_type("ConsumerGroupPartitionMetadata")  # key 4: the subscribed topics
@@ -137,22 +137,19 @@ class ConsumerGroupMember:
 
 
 @dataclass(slots=True, eq=False)
-class ConsumerGroup(Group):
-    group_epoch: int = 0
+class ConsumerGroup(ModernGroup):
+    """A consumer group (its group epoch, members, dead flag and lock are ModernGroup's, the
+    members ConsumerGroupMembers). See the module docstring."""
+
     assignment_epoch: int = 0
-    members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     target_assignment: dict[str, Assignment] = field(default_factory=dict)
     subscription_metadata: dict[str, TopicMetadata] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id → member id
     # Who holds each partition (assigned or pending revocation), derived from the members.
     owners: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
-    dead: bool = False
     # The empty classic group this one takes the place of, until this one's first records are in
     # the log (with the classic group's tombstone).
     takes_over: Group | None = None
-    # Serializes the heartbeats and expirations of the group: each computes its records from the
-    # group as the last one left it, appends them, then replays them.
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     GROUP_TYPE = GroupType.CONSUMER
 
@@ -177,23 +174,9 @@ class ConsumerGroup(Group):
     def protocol_type(self) -> str:
         return "consumer"
 
-    @property
-    def is_dead(self) -> bool:
-        return self.dead
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.members
-
     def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
         member_id = self.static_members.get(instance_id) if instance_id is not None else None
         return self.members.get(member_id) if member_id is not None else None
-
-    def member(self, member_id: str) -> ConsumerGroupMember:
-        member = self.members.get(member_id)
-        if member is None:
-            raise UnknownMemberIdError(f"Member {member_id} is not a member of group {self.group_id}.")
-        return member
 
     def owner(self, topic_id: uuid.UUID, partition: int) -> str | None:
         return self.owners.get((topic_id, partition))
@@ -223,10 +206,6 @@ class ConsumerGroup(Group):
         if epoch != member.member_epoch:
             raise StaleMemberEpochError(f"The member epoch {epoch} is stale; the current one is "
                                         f"{member.member_epoch}.")
-
-    def validate_delete_group(self) -> None:
-        if self.members:
-            raise NonEmptyGroupError(f"Group {self.group_id} is not empty.")
 
     def subscribed_topics(self) -> set[str] | None:
         topics = set(self.subscription_metadata)

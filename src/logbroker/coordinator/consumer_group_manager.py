@@ -56,6 +56,7 @@ from logbroker.coordinator.consumer_group import (
     target_metadata_record,
 )
 from logbroker.coordinator.current_assignment import reconcile
+from logbroker.coordinator.modern_group import ModernGroupManager
 from logbroker.coordinator.offsets_schema import OFFSETS_TOPIC
 from logbroker.coordinator.record_schema import CoordinatorRecord
 from logbroker.errors import (
@@ -101,7 +102,13 @@ class HeartbeatRequest:
                                           and self.owned is not None)
 
 
-class ConsumerGroupManager:
+class ConsumerGroupManager(ModernGroupManager):
+    """ConsumerGroupHeartbeat and ConsumerGroupDescribe, and the group coordinator's
+    GroupTypeManager for consumer groups (session and rebalance timers)."""
+
+    GROUP_CLASS = ConsumerGroup
+    NOUN = "consumer"
+
     def __init__(self, coordinator) -> None:
         self.coordinator = coordinator
         self.config = coordinator.config
@@ -440,10 +447,7 @@ class ConsumerGroupManager:
         if group.group_epoch > epoch:
             self.rebalances += 1
 
-    # -- the shell's hooks (group.GroupTypeManager) ------------------------------------------------
-    def describe(self, group: ConsumerGroup) -> dict:
-        raise GroupIdNotFoundError(f"Group {group.group_id} is not a classic group.")
-
+    # -- the shell's hooks (group.GroupTypeManager; the rest is ModernGroupManager's) -------------
     def installed(self, group: ConsumerGroup) -> None:
         """A loaded group: every member has a session to heartbeat in (and, if it was revoking,
         its rebalance timeout) from now, as Kafka rearms them on load."""
@@ -451,25 +455,9 @@ class ConsumerGroupManager:
             self._schedule_session_timeout(group, member)
             self._schedule_rebalance_timeout(group, member)
 
-    def unloaded(self, group: ConsumerGroup, error: KafkaError) -> None:
-        self.stop(group)
-
-    def removed(self, group: ConsumerGroup, now_ms: int) -> None:
-        self.stop(group)
-        group.dead = True
-
-    def stop(self, group: ConsumerGroup) -> None:
-        for member in group.members.values():
-            self._stop_member(member)
-
     # -- ConsumerGroupDescribe ------------------------------------------------------------------
     def describe_consumer_group(self, group_id: str) -> dict:
-        self.coordinator.check_group(group_id)
-        group = self.coordinator.groups.get(group_id)
-        if group is None or group.is_dead:
-            raise GroupIdNotFoundError(f"Group {group_id} not found.")
-        if not isinstance(group, ConsumerGroup):
-            raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
+        group = self._live_group(group_id)
         names = {t.topic_id: t.name for t in group.subscription_metadata.values()}
 
         def described(assignment: Assignment) -> dict:

@@ -32,16 +32,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from logbroker.coordinator.group import Group, GroupType
+from logbroker.coordinator.group import GroupType
+from logbroker.coordinator.modern_group import ModernGroup, ModernGroupManager
 from logbroker.coordinator.record_schema import CoordinatorRecord, ReplayedGroups, record_type
 from logbroker.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
     InvalidRequestError,
     KafkaError,
-    NonEmptyGroupError,
     UnknownMemberIdError,
 )
 
@@ -69,15 +69,12 @@ class ShareGroupMember:
 
 
 @dataclass(slots=True, eq=False)
-class ShareGroup(Group):
-    group_epoch: int = 0
-    members: dict[str, ShareGroupMember] = field(default_factory=dict)
-    dead: bool = False
-    # Serializes the heartbeats of the group: each computes its records from the group as the
-    # last one left it, appends them, then applies them.
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+class ShareGroup(ModernGroup):
+    """A share group (its group epoch, members, dead flag and lock are ModernGroup's, the members
+    ShareGroupMembers). See the module docstring."""
 
     GROUP_TYPE = GroupType.SHARE
+    KIND = "Share group"
 
     @property
     def assignment_epoch(self) -> int:
@@ -92,22 +89,10 @@ class ShareGroup(Group):
     def protocol_type(self) -> str:
         return "share"
 
-    @property
-    def is_dead(self) -> bool:
-        return self.dead
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.members
-
     def validate_offset_commit(self, *, member_id: str, group_instance_id: str | None,
                                generation_id_or_member_epoch: int, is_transactional: bool,
                                api_version: int) -> None:
         raise GroupIdNotFoundError(f"Group {self.group_id} is a share group; it has no committed offsets.")
-
-    def validate_delete_group(self) -> None:
-        if self.members:
-            raise NonEmptyGroupError(f"Share group {self.group_id} is not empty.")
 
     def validate_offset_delete(self) -> None:
         raise GroupIdNotFoundError(f"Group {self.group_id} is a share group; use DeleteShareGroupOffsets.")
@@ -181,9 +166,12 @@ class HeartbeatResult:
     assignment: dict[str, list[int]] | None  # topic name → partitions; None: unchanged
 
 
-class ShareGroupManager:
+class ShareGroupManager(ModernGroupManager):
     """ShareGroupHeartbeat and ShareGroupDescribe, and the group coordinator's GroupTypeManager
     for share groups (session timers)."""
+
+    GROUP_CLASS = ShareGroup
+    NOUN = "share"
 
     def __init__(self, coordinator) -> None:
         self.coordinator = coordinator
@@ -197,13 +185,8 @@ class ShareGroupManager:
         return sorted(info.assignment) if info is not None else None
 
     def share_group(self, group_id: str) -> ShareGroup:
-        self.coordinator.check_group(group_id)
-        group = self.coordinator.groups.get(group_id)
-        if group is None or group.is_dead:
-            raise GroupIdNotFoundError(f"Group {group_id} not found.")
-        if not isinstance(group, ShareGroup):
-            raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
-        return group
+        """The live share group `group_id` (GROUP_ID_NOT_FOUND for none, or another type)."""
+        return self._live_group(group_id)
 
     async def ensure_group(self, group_id: str) -> ShareGroup:
         """The share group `group_id`, created empty (its ShareGroupMetadata record written) when
@@ -313,28 +296,13 @@ class ShareGroupManager:
                                 group.group_id, exc)
         asyncio.get_running_loop().create_task(expire())
 
-    @staticmethod
-    def _stop_member(member: ShareGroupMember) -> None:
+    def _stop_member(self, member: ShareGroupMember) -> None:
         if member.timer is not None:
             member.timer.cancel()
             member.timer = None
 
-    # -- the GroupTypeManager interface ---------------------------------------------------------
-    def describe(self, group: ShareGroup) -> dict:
-        raise GroupIdNotFoundError(f"Group {group.group_id} is not a classic group.")
-
+    # -- the GroupTypeManager interface (the rest is ModernGroupManager's) ----------------------
     def installed(self, group: ShareGroup) -> None:
         for member in group.members.values():
             member.member_epoch = group.group_epoch
             self._arm_session_timer(group, member)
-
-    def unloaded(self, group: ShareGroup, error: KafkaError) -> None:
-        self.stop(group)
-
-    def removed(self, group: ShareGroup, now_ms: int) -> None:
-        self.stop(group)
-        group.dead = True
-
-    def stop(self, group: ShareGroup) -> None:
-        for member in group.members.values():
-            self._stop_member(member)

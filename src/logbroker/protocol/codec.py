@@ -17,10 +17,10 @@ What a client can get wrong, and what happens (each error carries the correlatio
   not parse its body. `decode_request` raises UnsupportedApiVersionsRequest (not a KafkaError)
   whose `.response` is that answer, `encode_api_versions_unsupported(correlation_id)`.
 
-Records. kio hands a Produce partition's records to us as `bytes` (`kio.static.primitive.Records`
-is a bytes subclass, but the native reader returns plain `bytes`): one copy out of the frame, which
-is itself a view of the socket's read buffer (framing.py). The Produce handler copies them once
-more, into the bytearray the log patches in place (server/apis/produce.py).
+Produce is decoded by hand (protocol/requests/produce.py): its body is that module's NamedTuples,
+not kio's classes, and each partition's records are a read-only view of the frame, which is itself
+a view of the socket's read buffer (framing.py) — no copy until the page cache. Every other API
+goes through guard.py's walk and kio's reader.
 """
 
 from __future__ import annotations
@@ -42,12 +42,14 @@ from logbroker.protocol.errors import (
 )
 from logbroker.protocol.guard import BodyRejected, check_body, prepare_guard
 from logbroker.protocol.headers import parse_header_tail, peek_request_header, response_prefix
+from logbroker.protocol.requests.produce import decode_produce_request
 
 UNSUPPORTED_VERSION = 35
 
 
 class Request(NamedTuple):
-    """A decoded request. `body` is the kio request object of (api_key, api_version).
+    """A decoded request. `body` is the kio request object of (api_key, api_version) — for
+    Produce, protocol/requests/produce.py's ProduceRequest.
 
     A NamedTuple rather than a frozen dataclass: one is built per request, and this is 3x cheaper.
     """
@@ -108,10 +110,13 @@ def decode_request(frame: bytes | memoryview) -> Request:
 
     header_version = 2 if spec.flexible_from is not None and api_version >= spec.flexible_from else 1
     client_id, pos = parse_header_tail(frame, header_version)
-    cls, reader = _reader(api_key, api_version)
     try:
-        check_body(cls, frame, pos)
-        body, _ = reader(frame, pos)
+        if api_key == ApiKey.PRODUCE:
+            body = decode_produce_request(frame, pos, api_version)
+        else:
+            cls, reader = _reader(api_key, api_version)
+            check_body(cls, frame, pos)
+            body, _ = reader(frame, pos)
     except BodyRejected as e:
         raise _malformed(spec, api_version, correlation_id, str(e)) from None
     except (KeyboardInterrupt, SystemExit):

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from logbroker.protocol import apis
 from logbroker.protocol.errors import RequestHeaderError
-from logbroker.protocol.wire import read_uvarint
+from logbroker.protocol.wire import skip_tagged_fields
 
 _V0 = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")
@@ -79,16 +79,8 @@ def parse_header_tail(frame: bytes | memoryview, header_version: int) -> tuple[s
             client_id = str(frame[pos:pos + length], "utf-8", "replace")
             pos += length
         if header_version >= 2:
-            if frame[pos] == 0:  # no tagged fields: the usual case
-                return client_id, pos + 1
             # No tagged fields are defined for the request header: skip whatever is there.
-            count, pos = read_uvarint(frame, pos)
-            for _ in range(count):
-                _tag, pos = read_uvarint(frame, pos)
-                size, pos = read_uvarint(frame, pos)
-                pos += size
-                if pos > end:
-                    raise RequestHeaderError("request header tagged field runs past the end of the request")
+            pos = skip_tagged_fields(frame, pos, end)
     except (struct.error, IndexError, ValueError) as e:
         raise RequestHeaderError(f"malformed request header v{header_version}: {e}") from None
     return client_id, pos

@@ -122,3 +122,18 @@ def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 28:
             raise ValueError("unsigned varint longer than 5 bytes")
+
+
+def skip_tagged_fields(buf: bytes | memoryview, pos: int, end: int) -> int:
+    """The position after a tagged-field section whose fields are all skipped (none is known
+    where it is used). ValueError if a field runs past `end`, IndexError if the section does."""
+    if buf[pos] == 0:  # no tagged fields: the usual case
+        return pos + 1
+    count, pos = read_uvarint(buf, pos)
+    for _ in range(count):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        pos += size
+        if pos > end:
+            raise ValueError(f"tagged field {tag} runs past the end")
+    return pos

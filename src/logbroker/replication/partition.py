@@ -175,14 +175,18 @@ class Partition:
                                  is_from_client: bool = True) -> LogAppendInfo:
         """Append one producer batch (see Log.append_as_leader for how it is patched);
         `is_from_client=False` for the broker's own batches (transaction markers)."""
-        self.require_leader()
-        min_isr = self.log.config.min_insync_replicas
-        if required_acks == -1 and len(self.isr) < min_isr:
+        if self.leader_id != self.local_broker_id:
+            raise NotLeaderOrFollowerError(f"This broker is not the leader of {self.tp}")
+        log_ = self.log
+        if required_acks == -1 and len(self.isr) < log_.config.min_insync_replicas:
             raise NotEnoughReplicasError(
-                f"{self.tp}: the ISR has {len(self.isr)} replicas, fewer than min.insync.replicas={min_isr}")
-        info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch,
-                                         is_from_client=is_from_client)
-        self.maybe_increment_high_watermark()
+                f"{self.tp}: the ISR has {len(self.isr)} replicas, fewer than "
+                f"min.insync.replicas={log_.config.min_insync_replicas}")
+        info = log_.append_as_leader(records, leader_epoch=self.leader_epoch, is_from_client=is_from_client)
+        if self.remote_replicas or self.pending_isr is not None:
+            self.maybe_increment_high_watermark()
+        elif not info.duplicate:  # no other replica: the new log end is the high watermark
+            log_.update_high_watermark(info.last_offset + 1)
         return info
 
     def maybe_increment_high_watermark(self) -> bool:

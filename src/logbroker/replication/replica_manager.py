@@ -20,6 +20,7 @@ import uuid
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from logbroker.clock import Clock
 from logbroker.errors import (
@@ -55,8 +56,9 @@ _limited = RateLimitedLog(log, burst=10, interval_s=60.0)
 _TXN_ERRORS = (InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError)
 
 
-@dataclass(frozen=True, slots=True)
-class ProduceResult:
+class ProduceResult(NamedTuple):
+    """One partition's answer to a produce (a NamedTuple: one is built per partition appended)."""
+
     error: KafkaError | None
     base_offset: int = -1
     last_offset: int = -1
@@ -213,9 +215,13 @@ class ReplicaManager:
         results: dict[TopicPartition, ProduceResult] = {}
         to_flush = []
         to_commit = set()
+        partitions = self.partitions
+        now_ms = -1
         for tp, records in entries.items():
             try:
-                partition = self.leader_partition(tp)
+                partition = partitions.get(tp)
+                if partition is None:
+                    raise UnknownTopicOrPartitionError(f"This server does not host {tp}")
                 info = partition.append_records_to_leader(records, required_acks=required_acks,
                                                           is_from_client=is_from_client)
             except KafkaError as exc:
@@ -228,14 +234,16 @@ class ReplicaManager:
                 continue
             results[tp] = ProduceResult(None, info.first_offset, info.last_offset,
                                         info.log_append_time_ms, info.log_start_offset)
-            now_ms = self.clock.time_ms()
-            if partition.log.needs_flush(now_ms):
-                if partition.log.flush_policy_due(now_ms):
-                    to_flush.append(partition.log)  # flush.messages / flush.ms: before the answer
+            log_ = partition.log
+            if now_ms < 0:
+                now_ms = self.clock.time_ms()
+            if log_.needs_flush(now_ms):
+                if log_.flush_policy_due(now_ms):
+                    to_flush.append(log_)  # flush.messages / flush.ms: before the answer
                 else:
-                    self._flush_in_background(partition.log, now_ms)  # a rolled segment
-            if partition.log.config.flush_before_ack:
-                self.group_commit.request(partition.log)
+                    self._flush_in_background(log_, now_ms)  # a rolled segment
+            if log_.config.flush_before_ack:
+                self.group_commit.request(log_)
                 to_commit.add(tp)
             self.fetch_purgatory.check_and_complete(tp)
             if on_appended is not None:
@@ -243,8 +251,11 @@ class ReplicaManager:
         if self.metrics is not None and is_from_client:
             self.metrics.on_produce(entries, results)
         # Answers that wait: acks=-1 for the ISR, acks=1 only for flush.before.ack's fsync.
-        pending = {tp: r for tp, r in results.items() if r.error is None and
-                   (required_acks == -1 or (required_acks == 1 and tp in to_commit))}
+        if required_acks == -1 or to_commit:
+            pending = {tp: r for tp, r in results.items() if r.error is None and
+                       (required_acks == -1 or tp in to_commit)}
+        else:
+            pending = None
         if not to_flush and not pending:
             return results
         if not to_flush:

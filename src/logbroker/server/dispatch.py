@@ -106,7 +106,11 @@ class Dispatcher:
         except Exception as exc:  # noqa: BLE001
             return self._failed(ctx, exc)
         ctx.handler_ns = perf_counter_ns() - start_ns
-        if asyncio.iscoroutine(result):
+        if type(result) is list:  # encoded by a hand-written encoder (Produce, Fetch): the hot path
+            quotas = self.broker.client_quotas
+            if ctx.quota_done or quotas is None or not quotas.enabled:
+                return result
+        elif asyncio.iscoroutine(result):
             return self._finish(ctx, result)
         try:
             return self._throttled(ctx, result)

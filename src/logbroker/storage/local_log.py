@@ -1,28 +1,34 @@
 """The segments of one partition on local disk (Kafka's LocalLog).
 
-`LocalLog` owns the sorted list of `LogSegment`s of a partition directory and everything that
-touches their files: rolling a new active segment, reading a file region for a fetch, finding
-offsets by timestamp, truncating segments, swapping cleaned segments in, and deleting segment
-files (renamed `.deleted` at once, removed `file.delete.delay.ms` later, so a FileRegion handed
-to a fetch just before stays readable until it has been sent).
+`LocalLog` owns the segments of a partition directory (a `LogSegments`, log_segments.py) and
+everything that touches their files: rolling a new active segment, reading a file region for a
+fetch, finding offsets by timestamp, truncating segments, swapping cleaned segments in, deleting
+segment files (renamed `.deleted` at once, removed `file.delete.delay.ms` later, so a FileRegion
+handed to a fetch just before stays readable until it has been sent), flushing them and closing
+them.
 
-It knows no offsets but the ones its segments hold: the log start offset, high watermark, last
-stable offset, producer state and leader epochs are the `Log`'s (log.py), which decides *what*
-to roll, read, truncate or delete and calls this class to do it.
+Of the offsets it keeps only the recovery point (as Kafka's LocalLog): everything below it is
+fsynced, so recovery after a crash starts there. The log start offset, log end offset, high
+watermark, last stable offset, producer state and leader epochs are the `Log`'s (log.py), which
+decides *what* to roll, read, truncate, delete or flush and calls this class to do it.
 
 Invariants: the segment list is never empty after opening; base offsets strictly increase; the
-last segment is the active one (the only one appended to).
+last segment is the active one (the only one appended to); `recovery_point <= log_end_offset`
+(the Log's), and only truncation and `truncate_fully_and_start_at` move it down. Once `closed`,
+the Log refuses appends, reads and flushes (`check_open`).
 
-Threads: not thread-safe. The owning `Log` calls every method under its lock. Every method is
-synchronous and may block on disk.
+Threads: not thread-safe. The owning `Log` calls every method under its lock, except
+`flush_segments`, which runs its fsyncs without the lock so a flush never stalls appends, and
+takes the lock itself when a segment changed under it. Every method is synchronous and may
+block on disk.
 """
 
 from __future__ import annotations
 
-import bisect
 import logging
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +39,7 @@ from logbroker.records.record_batch import RecordBatch
 from logbroker.storage.checkpoints import fsync_dir
 from logbroker.storage.log_config import LogConfig
 from logbroker.storage.log_loader import open_segment
+from logbroker.storage.log_segments import LogSegments
 from logbroker.storage.log_segment import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
@@ -54,6 +61,20 @@ class _PendingDelete:
     extra_files: list[Path] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class PendingFlush:
+    """What `LocalLog.start_flush` chose under the lock, for `flush_segments` to fsync without
+    it: the segments holding offsets in [recovery point, target), whether one of them was created
+    since the last flush (then the directory needs an fsync too), and the truncation count then
+    (a truncation meanwhile leaves the recovery point where it was)."""
+
+    target: int
+    segments: tuple[LogSegment, ...]
+    new_segment: bool
+    directory: Path
+    generation: int
+
+
 class LocalLog:
     """The segments of one partition directory. See the module docstring.
 
@@ -63,17 +84,20 @@ class LocalLog:
     """
 
     def __init__(self, *, directory: Path, config: LogConfig, clock: Clock,
-                 topic_partition: TopicPartition, segments: list[LogSegment],
+                 topic_partition: TopicPartition, segments: list[LogSegment], recovery_point: int,
                  files_to_delete_with: Callable[[int], list[Path]] = lambda base: []) -> None:
         self._dir = directory
         self.config = config
         self._clock = clock
         self._tp = topic_partition
-        self._segments = segments
-        self._bases = [s.base_offset for s in segments]
+        self._segments = LogSegments(segments)
         self._files_to_delete_with = files_to_delete_with
         self._pending_deletes: list[_PendingDelete] = []
         self._max_offset_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
+        self._recovery_point = recovery_point
+        self._last_flush_ms = clock.time_ms()
+        self._generation = 0  # bumped when offsets below the log end are rewritten (truncation)
+        self._closed = False
 
     # --- the segment list ------------------------------------------------------------------
 
@@ -84,32 +108,29 @@ class LocalLog:
     @property
     def segments(self) -> tuple[LogSegment, ...]:
         """The segments in base offset order (a snapshot; the last is the active one)."""
-        return tuple(self._segments)
+        return self._segments.snapshot()
 
     def segments_from(self, offset: int) -> list[LogSegment]:
         """The segments from the one holding `offset` (or the first) on."""
-        return self._segments[max(0, self.floor_index(offset)):]
+        return self._segments.from_offset(offset)
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments[-1]
+        return self._segments.active
 
     @property
     def size_in_bytes(self) -> int:
-        return sum(s.size for s in self._segments)
+        return self._segments.size_in_bytes
 
     def floor_index(self, offset: int) -> int:
         """Index of the last segment whose base offset is <= `offset`, or -1."""
-        return bisect.bisect_right(self._bases, offset) - 1
+        return self._segments.floor_index(offset)
 
     def add_segment(self, segment: LogSegment) -> None:
-        i = bisect.bisect_left(self._bases, segment.base_offset)
-        self._segments.insert(i, segment)
-        self._bases.insert(i, segment.base_offset)
+        self._segments.add(segment)
 
     def contains(self, segment: LogSegment) -> bool:
-        i = bisect.bisect_left(self._bases, segment.base_offset)
-        return i < len(self._segments) and self._segments[i] is segment
+        return self._segments.contains(segment)
 
     def set_dir(self, directory: Path) -> None:
         self._dir = directory
@@ -117,19 +138,99 @@ class LocalLog:
     def _forget_positions(self) -> None:
         self._max_offset_position = None
 
+    # --- recovery point and flushing -------------------------------------------------------
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    def update_recovery_point(self, offset: int) -> None:
+        """Move the recovery point to `offset` (the log start offset passing it: nothing below
+        the log start needs recovery)."""
+        self._recovery_point = offset
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    def unflushed_messages(self, log_end_offset: int) -> int:
+        return log_end_offset - self._recovery_point
+
+    def rolled_segment_unflushed(self) -> bool:
+        """Whether a segment before the active one still holds offsets above the recovery point
+        (Kafka flushes each rolled segment right after the roll)."""
+        return self._recovery_point < self._segments.active.base_offset
+
+    def flush_policy_due(self, now_ms: int, log_end_offset: int) -> bool:
+        """flush.messages unflushed messages, or flush.ms since the last flush with some."""
+        unflushed = log_end_offset - self._recovery_point
+        return unflushed > 0 and (unflushed >= self.config.flush_messages
+                                  or now_ms - self._last_flush_ms >= self.config.flush_ms)
+
+    def start_flush(self, target: int) -> PendingFlush:
+        """Choose what a flush up to `target` (exclusive, <= the log end) must fsync. Lock held."""
+        start = self._recovery_point
+        segments = []
+        if target > start:
+            segments = [s for s in self._segments.from_offset(start) if s.base_offset < target]
+        return PendingFlush(target=target, segments=tuple(segments),
+                            new_segment=any(s.base_offset >= start for s in segments),
+                            directory=self._dir, generation=self._generation)
+
+    def flush_segments(self, pending: PendingFlush, lock: threading.RLock) -> None:
+        """fsync the segments of `pending`, WITHOUT the owning Log's `lock` held (appends go on
+        meanwhile). A segment closed or deleted meanwhile has nothing left to flush and is
+        skipped; one whose indexes a roll remapped under us (ValueError) is flushed again under
+        the lock. Blocking: worker thread. Raises KafkaStorageError."""
+        for segment in pending.segments:
+            try:
+                segment.flush()
+            except (OSError, ValueError) as e:
+                with lock:
+                    if self._closed or not self._segments.contains(segment):
+                        continue
+                    if isinstance(e, OSError):
+                        raise KafkaStorageError(
+                            f"Error while flushing log {pending.directory}: {e}") from e
+                    try:
+                        segment.flush()
+                    except (OSError, ValueError) as again:
+                        raise KafkaStorageError(
+                            f"Error while flushing log {pending.directory}: {again}") from again
+
+    def mark_flushed(self, pending: PendingFlush, log_end_offset: int) -> None:
+        """Move the recovery point up to the flushed target (Kafka's markFlushed), unless a
+        truncation happened since `start_flush`. Lock held."""
+        if pending.generation == self._generation and pending.target > self._recovery_point:
+            self._recovery_point = min(pending.target, log_end_offset)
+            self._last_flush_ms = self._clock.time_ms()
+
+    # --- open or closed --------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def mark_closed(self) -> None:
+        self._closed = True
+
+    def check_open(self) -> None:
+        """KafkaStorageError once the log is closed (Kafka's checkIfMemoryMappedBufferClosed)."""
+        if self._closed:
+            raise KafkaStorageError(f"The log of {self._tp} in {self._dir} is closed")
+
     # --- rolling ---------------------------------------------------------------------------
 
     def should_roll(self, size: int, max_timestamp: int, max_offset: int, now_ms: int) -> bool:
-        return self._segments[-1].should_roll(
-            incoming_size=size, incoming_max_timestamp=max_timestamp,
-            incoming_max_offset=max_offset, now_ms=now_ms,
-            segment_bytes=self.config.segment_bytes, segment_ms=self.config.segment_ms)
+        config = self.config
+        return self._segments.active.should_roll(size, max_timestamp, max_offset, now_ms,
+                                                 config.segment_bytes, config.segment_ms)
 
     def roll(self, new_offset: int) -> LogSegment:
         """Make a new active segment at `new_offset` (>= the active segment's base offset; an
         empty active segment at that very offset is replaced). The old active segment gets its
         final time index entry and its files trimmed. Raises OSError."""
-        active = self._segments[-1]
+        active = self._segments.active
         if new_offset == active.base_offset:
             if active.size != 0:
                 raise KafkaStorageError(
@@ -165,7 +266,7 @@ class LocalLog:
         if offset >= limit:
             return FetchDataInfo(offset, None, aborted_transactions=() if include_aborted_txns else None)
         if limit == log_end_offset:
-            cap_base, cap_position = self._segments[-1].base_offset, None
+            cap_base, cap_position = self._segments.active.base_offset, None
         else:
             cap_base, cap_position = self.position_of(limit)
         i = max(0, self.floor_index(offset))
@@ -190,7 +291,7 @@ class LocalLog:
         segment = self._segments[i]
         upper_bound = segment.fetch_upper_bound_offset(info.region.position, info.region.size)
         if upper_bound is None:
-            upper_bound = self._bases[i + 1] if i + 1 < len(self._segments) else log_end_offset
+            upper_bound = self._segments.base_offset_at(i + 1) if i + 1 < len(self._segments) else log_end_offset
         aborted = self._collect_aborted(offset, upper_bound, i)
         return FetchDataInfo(info.fetch_offset, info.region, info.first_entry_incomplete,
                              tuple(aborted))
@@ -199,7 +300,7 @@ class LocalLog:
         """Kafka's collectAbortedTransactions: from segment `i` on, until a segment's index says
         no later abort can overlap."""
         found: list[AbortedTxn] = []
-        for segment in self._segments[i:]:
+        for segment in self._segments.from_index(i):
             aborted, complete = segment.collect_aborted_txns(offset, upper_bound_offset)
             found.extend(aborted)
             if complete:
@@ -261,19 +362,26 @@ class LocalLog:
     def truncate_to(self, offset: int) -> int:
         """Delete the segments starting above `offset` and cut the (new) active one there; the
         first segment must start at or below `offset`. Returns the new log end offset
-        (<= `offset`: a batch straddling it goes whole). Raises OSError."""
+        (<= `offset`: a batch straddling it goes whole), which also caps the recovery point.
+        Raises OSError."""
         self.remove_and_delete_segments([s for s in self._segments if s.base_offset > offset])
-        active = self._segments[-1]
+        active = self._segments.active
         active.truncate_to(offset)
         self._forget_positions()
-        return active.read_next_offset()
+        log_end_offset = active.read_next_offset()
+        self._generation += 1
+        self._recovery_point = min(self._recovery_point, log_end_offset)
+        return log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Delete every segment and start one empty segment at `offset`. Raises OSError."""
+        """Delete every segment and start one empty segment at `offset`, the new recovery
+        point. Raises OSError."""
         self.remove_and_delete_segments(list(self._segments))
         self.add_segment(open_segment(self._dir, offset, self.config, clock=self._clock,
                                       file_already_exists=False))
         self._forget_positions()
+        self._generation += 1
+        self._recovery_point = offset
 
     # --- deleting segment files ------------------------------------------------------------
 
@@ -285,10 +393,7 @@ class LocalLog:
         now_ms = self._clock.time_ms()
         due_ms = now_ms + self.config.file_delete_delay_ms
         for segment in segments:
-            i = bisect.bisect_left(self._bases, segment.base_offset)
-            if i < len(self._segments) and self._segments[i] is segment:
-                del self._segments[i]
-                del self._bases[i]
+            self._segments.remove(segment)
             self._forget_positions()
             segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
             self._pending_deletes.append(
@@ -324,16 +429,13 @@ class LocalLog:
         names. The order is what LogLoader expects after a crash at any step. Raises OSError;
         the caller fsyncs the directory."""
         for old in old_segments:
-            if not self.contains(old) or old is self._segments[-1]:
+            if not self.contains(old) or old is self._segments.active:
                 log.info("Aborting a cleaning of %s: segment %d changed meanwhile", self._tp,
                          old.base_offset)
                 return False
         cleaned.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
         on_step("swap")
-        i = bisect.bisect_left(self._bases, old_segments[0].base_offset)
-        j = bisect.bisect_left(self._bases, old_segments[-1].base_offset) + 1
-        self._segments[i:j] = [cleaned]
-        self._bases[i:j] = [cleaned.base_offset]
+        self._segments.replace_range(old_segments[0], old_segments[-1], cleaned)
         self._forget_positions()
         now_ms = self._clock.time_ms()
         due_ms = now_ms + self.config.file_delete_delay_ms

@@ -17,9 +17,11 @@ transactions overlapping what it returns (`read(..., include_aborted_txns=True)`
 
 Produce appends one batch with `append_as_leader` (validated from its header, offsets and leader
 epoch patched in place, written as it came); followers append fetched batches with
-`append_as_follower`; fetches get a file region from `read`. Retention (rules in retention.py),
-truncation, DeleteRecords and flushing decide here and act through the LocalLog; loading and
-recovery are in `log_loader.py`.
+`append_as_follower`; fetches get a file region from `read`; followers truncate with
+`truncate_to`. The Log decides and acts through the LocalLog, which keeps the segments and the
+recovery point and does the file work. Two parts of the class live in their own modules:
+retention, DeleteRecords and the cleaner's swap in log_retention.py (`LogRetention`), flushing
+and closing in log_flush.py (`LogFlush`); loading and recovery are in log_loader.py.
 
 Threads: every method is synchronous and some block on disk. The event loop calls append, read
 and the offset queries (page-cache writes and small reads); anything that fsyncs (`flush`,
@@ -37,7 +39,6 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from logbroker.clock import Clock
@@ -56,26 +57,21 @@ from logbroker.records.batch import (
 )
 from logbroker.records.control import read_end_txn_marker
 from logbroker.records.record_batch import set_log_append_time
-from logbroker.storage.checkpoints import PARTITION_METADATA_FILE, PartitionMetadataFile, fsync_dir
-from logbroker.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache
+from logbroker.storage.checkpoints import PARTITION_METADATA_FILE, PartitionMetadataFile
+from logbroker.storage.leader_epoch_cache import LeaderEpochFileCache
 from logbroker.storage.local_log import LocalLog
 from logbroker.storage.log_config import LogConfig
-from logbroker.storage.log_loader import complete_txn, load_segments, rebuild_producer_state
+from logbroker.storage.log_flush import LogFlush
+from logbroker.storage.log_loader import complete_txn, load_log, rebuild_producer_state
+from logbroker.storage.log_retention import LogRetention
 from logbroker.storage.log_segment import LogSegment
 from logbroker.storage.log_validator import iter_replicated_batches, validate_batch
 from logbroker.storage.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     CompletedTxn,
     ProducerStateManager,
-    flush_snapshot,
 )
 from logbroker.storage.transaction_index import AbortedTxn
-from logbroker.storage.retention import (
-    deletable_segments,
-    log_start_offset_breached,
-    retention_ms_breached,
-    retention_size_breached,
-)
 from logbroker.storage.values import FetchDataInfo, LogAppendInfo, TimestampAndOffset
 from logbroker.types import TopicPartition
 
@@ -94,7 +90,7 @@ class UnexpectedAppendOffsetError(UnknownServerError):
     (Kafka's UnexpectedAppendOffsetException): the follower must truncate first."""
 
 
-class Log:
+class Log(LogRetention, LogFlush):
     """The log of one partition. Build it with `Log.open`. See the module docstring."""
 
     def __init__(self, *, directory: Path, config: LogConfig, clock: Clock,
@@ -107,9 +103,9 @@ class Log:
         self._tp = topic_partition
         self._local = LocalLog(directory=directory, config=config, clock=clock,
                                topic_partition=topic_partition, segments=segments,
+                               recovery_point=recovery_point,
                                files_to_delete_with=self._snapshot_to_delete_with)
         self._log_start_offset = log_start_offset
-        self._recovery_point = recovery_point
         self._log_end_offset = log_end_offset
         self._high_watermark = log_start_offset
         self._first_unstable_offset: int | None = None
@@ -118,10 +114,7 @@ class Log:
         self._topic_id = topic_id
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
-        self._generation = 0  # bumped when offsets below the log end are rewritten (truncation)
-        self._last_flush_ms = clock.time_ms()
         self._unflushed_snapshots: list[Path] = []
-        self._closed = False
 
     def _snapshot_to_delete_with(self, base_offset: int) -> list[Path]:
         snapshot = self._producer_state.remove_and_mark_snapshot_for_deletion(base_offset)
@@ -145,38 +138,16 @@ class Log:
         """
         directory = Path(directory)
         tp = topic_partition or TopicPartition.from_dir_name(directory.name)
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            epoch_cache = LeaderEpochFileCache(directory / LEADER_EPOCH_CHECKPOINT_FILE)
-            stored_topic_id = cls._read_topic_id(directory)
-            if topic_id is not None and stored_topic_id is not None and topic_id != stored_topic_id:
-                raise InconsistentTopicIdError(
-                    f"Tried to assign topic ID {topic_id} to log for partition {tp}, but "
-                    f"{directory / PARTITION_METADATA_FILE} holds topic ID {stored_topic_id}")
-            loaded = load_segments(directory, config, clock=clock, recovery_point=recovery_point,
-                                   log_start_offset=log_start_offset,
-                                   had_clean_shutdown=had_clean_shutdown, epoch_cache=epoch_cache,
-                                   producer_id_expiration_ms=producer_id_expiration_ms)
-            epoch_cache.truncate_from_end(loaded.log_end_offset)
-            epoch_cache.truncate_from_start(loaded.log_start_offset)
-            producer_state = ProducerStateManager(
-                directory, max_producer_id_expiration_ms=producer_id_expiration_ms, clock=clock)
-            producer_state.remove_stray_snapshots(s.base_offset for s in loaded.segments)
-        except OSError as e:
-            raise KafkaStorageError(f"Error while loading log dir {directory}: {e}") from e
+        built = load_log(directory, config, clock=clock, topic_partition=tp,
+                         recovery_point=recovery_point, log_start_offset=log_start_offset,
+                         had_clean_shutdown=had_clean_shutdown, topic_id=topic_id,
+                         producer_id_expiration_ms=producer_id_expiration_ms)
+        loaded = built.loaded
         log_obj = cls(directory=directory, config=config, clock=clock, topic_partition=tp,
                       segments=loaded.segments, log_start_offset=loaded.log_start_offset,
                       recovery_point=loaded.recovery_point, log_end_offset=loaded.log_end_offset,
-                      leader_epoch_cache=epoch_cache, producer_state=producer_state,
-                      topic_id=stored_topic_id or topic_id)
-        try:
-            log_obj._rebuild_producer_state(loaded.log_end_offset, at_load=True,
-                                            reload_from_clean_shutdown=had_clean_shutdown)
-            if topic_id is not None and stored_topic_id is None:
-                PartitionMetadataFile(directory / PARTITION_METADATA_FILE).write(topic_id)
-        except OSError as e:
-            log_obj.close_handles()
-            raise KafkaStorageError(f"Error while loading log dir {directory}: {e}") from e
+                      leader_epoch_cache=built.leader_epoch_cache,
+                      producer_state=built.producer_state, topic_id=built.topic_id)
         log_obj._maybe_increment_first_unstable_offset()
         if high_watermark is not None:
             log_obj.update_high_watermark(high_watermark)
@@ -185,11 +156,6 @@ class Log:
                      "log end %d", tp, loaded.recovered_segments, loaded.truncated_bytes,
                      loaded.log_start_offset, loaded.log_end_offset)
         return log_obj
-
-    @staticmethod
-    def _read_topic_id(directory: Path) -> uuid.UUID | None:
-        metadata = PartitionMetadataFile(directory / PARTITION_METADATA_FILE)
-        return metadata.read() if metadata.exists() else None
 
     # --- properties ------------------------------------------------------------------------
 
@@ -267,7 +233,8 @@ class Log:
 
     @property
     def recovery_point(self) -> int:
-        return self._recovery_point
+        """Everything below it is fsynced (the LocalLog's); recovery after a crash starts there."""
+        return self._local.recovery_point
 
     @property
     def leader_epoch_cache(self) -> LeaderEpochFileCache:
@@ -296,15 +263,15 @@ class Log:
 
     @property
     def num_unflushed_messages(self) -> int:
-        return self._log_end_offset - self._recovery_point
+        return self._local.unflushed_messages(self._log_end_offset)
 
     @property
     def last_flush_ms(self) -> int:
-        return self._last_flush_ms
+        return self._local.last_flush_ms
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._local.closed
 
     def __repr__(self) -> str:
         return (f"Log({self._tp}, dir={str(self.dir)!r}, log_start_offset={self._log_start_offset}, "
@@ -475,8 +442,7 @@ class Log:
             raise KafkaStorageError(f"I/O error writing the transaction index of {self.dir}: {e}") from e
 
     def _check_open(self) -> None:
-        if self._closed:
-            raise KafkaStorageError(f"The log of {self._tp} in {self.dir} is closed")
+        self._local.check_open()
 
     # --- rolling ---------------------------------------------------------------------------
 
@@ -602,9 +568,7 @@ class Log:
                 self.truncate_fully_and_start_at(offset)
                 return True
             try:
-                self._log_end_offset = self._local.truncate_to(offset)
-                self._generation += 1
-                self._recovery_point = min(self._recovery_point, self._log_end_offset)
+                self._log_end_offset = self._local.truncate_to(offset)  # caps the recovery point
                 self._epoch_cache.truncate_from_end(self._log_end_offset)
                 self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
                 self._rebuild_producer_state(self._log_end_offset)
@@ -626,10 +590,8 @@ class Log:
             self._check_open()
             log.info("Truncating %s fully and starting at offset %d", self._tp, offset)
             try:
-                self._local.truncate_fully_and_start_at(offset)
-                self._generation += 1
+                self._local.truncate_fully_and_start_at(offset)  # recovery point moves there
                 self._log_end_offset = offset
-                self._recovery_point = offset
                 self._epoch_cache.clear_and_flush()
                 self._producer_state.truncate_fully_and_start_at(offset)
                 self._log_start_offset = offset if log_start_offset is None else log_start_offset
@@ -638,113 +600,6 @@ class Log:
             except OSError as e:
                 raise KafkaStorageError(f"I/O error while truncating log {self.dir}: {e}") from e
 
-    # --- log start offset and retention ----------------------------------------------------
-
-    def maybe_increment_log_start_offset(self, offset: int) -> bool:
-        """DeleteRecords: move the log start offset up to `offset` (OffsetOutOfRangeError above
-        the high watermark) and delete the segments now wholly below it. True if it moved."""
-        with self._lock:
-            self._check_open()
-            if offset > self._high_watermark:
-                raise OffsetOutOfRangeError(
-                    f"Cannot increment the log start offset to {offset} of partition {self._tp} "
-                    f"since it is larger than the high watermark {self._high_watermark}")
-            if offset <= self._log_start_offset:
-                return False
-            log.info("Incrementing log start offset of %s to %d", self._tp, offset)
-            self._update_log_start_offset(offset)
-            self._delete_old_segments(log_start_offset_breached(offset))
-            return True
-
-    def _update_log_start_offset(self, offset: int) -> None:
-        self._log_start_offset = offset
-        if self._high_watermark < offset:
-            self._high_watermark = offset
-        if self._recovery_point < offset:
-            self._recovery_point = offset
-        self._epoch_cache.truncate_from_start(offset)
-        self._producer_state.on_log_start_offset_incremented(offset)
-        self._maybe_increment_first_unstable_offset()
-
-    def replace_segments(self, cleaned: LogSegment, old_segments: list[LogSegment], *,
-                         on_step: Callable[[str], None] = lambda step: None) -> bool:
-        """Swap the `.cleaned` segment into the live log in place of `old_segments` (Kafka's
-        replaceSegments; the file steps are LocalLog.replace_segments). Returns False, nothing
-        changed, when the old segments are no longer all the log's (retention, truncation or
-        deletion meanwhile). Then fsyncs the directory. Blocks on disk (renames, one directory
-        fsync); called from the cleaner's thread.
-        """
-        with self._lock:
-            if self.closed:
-                return False
-            try:
-                if not self._local.replace_segments(cleaned, old_segments, on_step=on_step):
-                    return False
-            except OSError as e:
-                raise KafkaStorageError(f"I/O error swapping cleaned segments into {self.dir}: {e}") from e
-        try:
-            fsync_dir(self.dir)
-        except OSError as e:
-            raise KafkaStorageError(f"I/O error syncing {self.dir}: {e}") from e
-        return True
-
-    def delete_old_segments(self, now_ms: int | None = None) -> int:
-        """Retention (rules in retention.py): with cleanup.policy=delete, the segments over
-        retention.bytes and past retention.ms, and always those wholly below the log start
-        offset; only below the high watermark; the active segment is rolled first when it has
-        to go too (if it is non-empty). Also removes the `.deleted` files that are due.
-        Returns the number of segments deleted. Renames and removes files: worker thread.
-        """
-        now_ms = self._clock.time_ms() if now_ms is None else now_ms
-        with self._lock:
-            if self._closed:
-                return 0
-            deleted = self._delete_old_segments(log_start_offset_breached(self._log_start_offset))
-            if self._config.delete:
-                for rule in (retention_size_breached(self.size_in_bytes, self._config.retention_bytes),
-                             retention_ms_breached(now_ms, self._config.retention_ms)):
-                    if rule is not None:
-                        deleted += self._delete_old_segments(rule)
-            self._local.delete_due(now_ms)
-            return deleted
-
-    def _delete_old_segments(self, rule) -> int:
-        segments = self._local.segments
-        deletable = deletable_segments(segments, log_end_offset=self._log_end_offset,
-                                       high_watermark=self._high_watermark, rule=rule)
-        if not deletable:
-            return 0
-        count = len(deletable)
-        try:
-            if count == len(segments):
-                # Deleting the active segment too: roll first so there is always a segment.
-                new_segment = self._roll(None)
-                if deletable[-1].base_offset == new_segment.base_offset:
-                    deletable = deletable[:-1]
-            self._local.remove_and_delete_segments(deletable)
-        except OSError as e:
-            raise KafkaStorageError(f"I/O error while deleting segments of {self.dir}: {e}") from e
-        first_base = self._local.segments[0].base_offset
-        if first_base > self._log_start_offset:
-            self._update_log_start_offset(first_base)
-        log.info("Deleted %d segment(s) of %s; log start offset now %d", count, self._tp,
-                 self._log_start_offset)
-        return count
-
-    def delete_pending_files(self, now_ms: int | None = None) -> int:
-        """Remove the `.deleted` files whose delay has passed; returns how many segments went."""
-        with self._lock:
-            return self._local.delete_due(self._clock.time_ms() if now_ms is None else now_ms)
-
-    @property
-    def pending_deletes(self) -> int:
-        return self._local.pending_deletes
-
-    def remove_expired_producers(self, now_ms: int | None = None) -> None:
-        with self._lock:
-            self._producer_state.remove_expired_producers(
-                self._clock.time_ms() if now_ms is None else now_ms)
-
     # --- producer state --------------------------------------------------------------------
 
     def _rebuild_producer_state(self, last_offset: int, *, at_load: bool = False,
@@ -752,133 +607,3 @@ class Log:
         rebuild_producer_state(self._producer_state, list(self._local.segments),
                                log_start_offset=self._log_start_offset, last_offset=last_offset,
                                at_load=at_load, reload_from_clean_shutdown=reload_from_clean_shutdown)
-
-    # --- flushing --------------------------------------------------------------------------
-
-    def needs_flush(self, now_ms: int) -> bool:
-        """Whether a flush is due: a rolled segment not yet fsynced (Kafka flushes each rolled
-        segment right after the roll), flush.messages unflushed messages, or flush.ms since the
-        last flush with something unflushed. Cheap; run `flush_if_needed` in a worker thread."""
-        with self._lock:
-            if self._closed:
-                return False
-            if (self._unflushed_snapshots
-                    or self._recovery_point < self._local.active_segment.base_offset):
-                return True
-            return self._flush_policy_due(now_ms)
-
-    def flush_policy_due(self, now_ms: int) -> bool:
-        """Whether flush.messages or flush.ms ask for an fsync now — the flush Kafka does before
-        answering the produce; a rolled segment's flush (also in `needs_flush`) waits for no one."""
-        with self._lock:
-            return not self._closed and self._flush_policy_due(now_ms)
-
-    def _flush_policy_due(self, now_ms: int) -> bool:
-        """flush.messages unflushed messages, or flush.ms since the last flush with some."""
-        unflushed = self._log_end_offset - self._recovery_point
-        return unflushed > 0 and (unflushed >= self._config.flush_messages
-                                  or now_ms - self._last_flush_ms >= self._config.flush_ms)
-
-    def flush_if_needed(self, now_ms: int) -> bool:
-        """Flush what `needs_flush` says is due: up to the log end for flush.messages/flush.ms,
-        else up to the active segment (rolled segments only). Blocking fsync: worker thread."""
-        with self._lock:
-            if not self.needs_flush(now_ms):
-                return False
-            target = (self._log_end_offset if self._flush_policy_due(now_ms)
-                      else self._local.active_segment.base_offset)
-        self.flush(target)
-        return True
-
-    def flush(self, up_to_offset: int | None = None) -> None:
-        """fsync the segments holding offsets in [recovery point, up_to_offset) (default: the
-        log end), the snapshots written since the last flush, the leader epoch checkpoint and the
-        directory (when a segment was created), then move the recovery point up.
-
-        Blocking: run it in a worker thread. The fsyncs run outside the log's lock, so appends go
-        on meanwhile; a truncation during the flush leaves the recovery point where it was.
-        """
-        with self._flush_lock:
-            with self._lock:
-                if self._closed:
-                    return
-                target = self._log_end_offset if up_to_offset is None else min(up_to_offset, self._log_end_offset)
-                start = self._recovery_point
-                segments = []
-                if target > start:
-                    segments = [s for s in self._local.segments_from(start) if s.base_offset < target]
-                snapshots, self._unflushed_snapshots = self._unflushed_snapshots, []
-                epoch_dirty = self._epoch_cache.pop_dirty()
-                generation = self._generation
-                directory = self.dir
-            new_segment = any(s.base_offset >= start for s in segments) or bool(snapshots)
-            for segment in segments:
-                try:
-                    segment.flush()
-                except (OSError, ValueError) as e:
-                    # The segment was closed or deleted meanwhile (nothing left to flush), or a
-                    # roll remapped its indexes under us (ValueError): then retry under the lock.
-                    with self._lock:
-                        if self._closed or not self._local.contains(segment):
-                            continue
-                        if isinstance(e, OSError):
-                            raise KafkaStorageError(f"Error while flushing log {directory}: {e}") from e
-                        try:
-                            segment.flush()
-                        except (OSError, ValueError) as again:
-                            raise KafkaStorageError(
-                                f"Error while flushing log {directory}: {again}") from again
-            try:
-                for path in snapshots:
-                    flush_snapshot(path)
-                if epoch_dirty:
-                    self._epoch_cache.fsync_file()
-                if new_segment and directory.exists():
-                    fsync_dir(directory)
-            except OSError as e:
-                raise KafkaStorageError(f"Error while flushing log {directory}: {e}") from e
-            with self._lock:
-                if generation == self._generation and target > self._recovery_point:
-                    self._recovery_point = min(target, self._log_end_offset)
-                    self._last_flush_ms = self._clock.time_ms()
-
-    # --- closing and deleting --------------------------------------------------------------
-
-    def close(self) -> None:
-        """Take a producer snapshot at the log end, then close every segment (final time index
-        entry, indexes and file trimmed, .log fsynced) and remove pending `.deleted` files.
-        Does not move the recovery point: call `flush` first for a clean shutdown. Blocks."""
-        with self._lock:
-            if self._closed:
-                return
-            try:
-                self._producer_state.take_snapshot()
-                self._local.close()
-                self._epoch_cache.flush()
-            except OSError as e:
-                raise KafkaStorageError(f"Error while closing log {self.dir}: {e}") from e
-            finally:
-                self._closed = True
-
-    def close_handles(self) -> None:
-        """Close every file descriptor and mapping without writing anything (on errors, and for
-        a log whose directory is about to be removed)."""
-        with self._lock:
-            self._local.close_handles()
-            self._closed = True
-
-    def rename_dir_for_deletion(self, name: str) -> Path:
-        """Rename the partition directory to `name` beside it (LogManager's `…-delete`) and
-        close the log to further calls. Open descriptors stay valid, so file regions already
-        handed out can still be sent until `delete`. Returns the new path."""
-        with self._lock:
-            target = self._local.rename_dir(name)
-            self._epoch_cache.set_path(target / LEADER_EPOCH_CHECKPOINT_FILE)
-            self._closed = True
-            return target
-
-    def delete(self) -> None:
-        """Close the log's files and remove its whole directory. Blocks on disk."""
-        with self._lock:
-            self._closed = True
-            self._local.delete_dir()

@@ -263,6 +263,21 @@ class LogConfig:
     segment_jitter_ms: int
     segment_ms: int
     unclean_leader_election_enable: bool
+    # Derived from the keys above once, for the produce path that reads them on every batch.
+    compact: bool = dataclasses.field(init=False, repr=False)
+    log_append_time: bool = dataclasses.field(init=False, repr=False)
+    timestamp_before_max_ms: int = dataclasses.field(init=False, repr=False)
+    timestamp_after_max_ms: int = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        derive = object.__setattr__
+        derive(self, "compact", "compact" in self.cleanup_policy)
+        derive(self, "log_append_time", self.message_timestamp_type == "LogAppendTime")
+        # KIP-937: before/after.max.ms, or the deprecated difference.max.ms where they are unset.
+        derive(self, "timestamp_before_max_ms", self.message_timestamp_difference_max_ms
+               if self.message_timestamp_before_max_ms == LONG_MAX else self.message_timestamp_before_max_ms)
+        derive(self, "timestamp_after_max_ms", self.message_timestamp_difference_max_ms
+               if self.message_timestamp_after_max_ms == LONG_MAX else self.message_timestamp_after_max_ms)
 
     @classmethod
     def defaults(cls) -> LogConfig:
@@ -289,13 +304,6 @@ class LogConfig:
         return {name: format_value(self.get(name)) for name in TOPIC_CONFIGS}
 
     @property
-    def compact(self) -> bool:
-        return "compact" in self.cleanup_policy
-
-    @property
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy
 
-    @property
-    def log_append_time(self) -> bool:
-        return self.message_timestamp_type == "LogAppendTime"

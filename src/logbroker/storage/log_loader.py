@@ -27,6 +27,10 @@ after it), the segment's batches are replayed through it, and each ABORT marker 
 transaction appends its AbortedTxn; a snapshot at the segment's end spares the next segment
 the same replay.
 
+`load_log` does all of it for `Log.open`, and also checks the topic id in `partition.metadata`,
+trims the `leader-epoch-checkpoint` to the loaded offsets and rebuilds the producer state up to
+the log end offset (from the newest `.snapshot` below it, then the batches after it).
+
 Everything blocks on disk; run at startup, off the event loop.
 """
 
@@ -36,19 +40,22 @@ import bisect
 import logging
 import os
 import random
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from logbroker.clock import Clock
-from logbroker.errors import CorruptRecordError, KafkaStorageError
+from logbroker.errors import CorruptRecordError, InconsistentTopicIdError, KafkaStorageError
 from logbroker.records.batch import BatchHeader
 from logbroker.records.control import read_end_txn_marker
 from logbroker.storage.abstract_index import CorruptIndexError
 from logbroker.storage.file_records import FileRecords
-from logbroker.storage.leader_epoch_cache import LeaderEpochFileCache
+from logbroker.storage.checkpoints import PARTITION_METADATA_FILE, PartitionMetadataFile
+from logbroker.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache
 from logbroker.storage.log_config import LogConfig
 from logbroker.storage.producer_state import CompletedTxn, ProducerStateManager
+from logbroker.types import TopicPartition
 from logbroker.storage.log_segment import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
@@ -381,3 +388,64 @@ def rebuild_producer_state(psm: ProducerStateManager, segments: list[LogSegment]
                         psm.complete_txn(completed)
     psm.update_map_end_offset(last_offset)
     psm.take_snapshot()
+
+
+@dataclass(slots=True)
+class LoadedLog:
+    """What `load_log` built for a `Log`: the loaded segments and offsets, the leader epoch cache
+    trimmed to them, the producer state at the log end offset, and the topic id (the stored one,
+    else the one given)."""
+
+    loaded: LoadedSegments
+    leader_epoch_cache: LeaderEpochFileCache
+    producer_state: ProducerStateManager
+    topic_id: uuid.UUID | None
+
+
+def read_topic_id(directory: Path) -> uuid.UUID | None:
+    """The topic id in the directory's partition.metadata, None when there is no such file."""
+    metadata = PartitionMetadataFile(directory / PARTITION_METADATA_FILE)
+    return metadata.read() if metadata.exists() else None
+
+
+def load_log(directory: Path, config: LogConfig, *, clock: Clock, topic_partition: TopicPartition,
+             recovery_point: int, log_start_offset: int, had_clean_shutdown: bool,
+             topic_id: uuid.UUID | None, producer_id_expiration_ms: int) -> LoadedLog:
+    """Open (creating if needed) and load one partition directory for `Log.open`.
+
+    `topic_id`, when given, is checked against partition.metadata (InconsistentTopicIdError) or
+    written there. Raises KafkaStorageError on I/O errors, with every file it opened closed.
+    """
+    tp = topic_partition
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        epoch_cache = LeaderEpochFileCache(directory / LEADER_EPOCH_CHECKPOINT_FILE)
+        stored_topic_id = read_topic_id(directory)
+        if topic_id is not None and stored_topic_id is not None and topic_id != stored_topic_id:
+            raise InconsistentTopicIdError(
+                f"Tried to assign topic ID {topic_id} to log for partition {tp}, but "
+                f"{directory / PARTITION_METADATA_FILE} holds topic ID {stored_topic_id}")
+        loaded = load_segments(directory, config, clock=clock, recovery_point=recovery_point,
+                               log_start_offset=log_start_offset,
+                               had_clean_shutdown=had_clean_shutdown, epoch_cache=epoch_cache,
+                               producer_id_expiration_ms=producer_id_expiration_ms)
+        epoch_cache.truncate_from_end(loaded.log_end_offset)
+        epoch_cache.truncate_from_start(loaded.log_start_offset)
+        producer_state = ProducerStateManager(
+            directory, max_producer_id_expiration_ms=producer_id_expiration_ms, clock=clock)
+        producer_state.remove_stray_snapshots(s.base_offset for s in loaded.segments)
+    except OSError as e:
+        raise KafkaStorageError(f"Error while loading log dir {directory}: {e}") from e
+    try:
+        rebuild_producer_state(producer_state, list(loaded.segments),
+                               log_start_offset=loaded.log_start_offset,
+                               last_offset=loaded.log_end_offset, at_load=True,
+                               reload_from_clean_shutdown=had_clean_shutdown)
+        if topic_id is not None and stored_topic_id is None:
+            PartitionMetadataFile(directory / PARTITION_METADATA_FILE).write(topic_id)
+    except OSError as e:
+        for segment in loaded.segments:
+            segment.close_handlers()
+        raise KafkaStorageError(f"Error while loading log dir {directory}: {e}") from e
+    return LoadedLog(loaded=loaded, leader_epoch_cache=epoch_cache, producer_state=producer_state,
+                     topic_id=stored_topic_id or topic_id)

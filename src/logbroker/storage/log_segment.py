@@ -10,7 +10,7 @@ from pathlib import Path
 from logbroker.clock import Clock
 from logbroker.errors import CorruptRecordError, KafkaStorageError
 from logbroker.records.batch import LOG_OVERHEAD, MAGIC, NO_TIMESTAMP, BatchHeader, compute_crc
-from logbroker.storage.abstract_index import DEFAULT_MAX_INDEX_SIZE, CorruptIndexError
+from logbroker.storage.abstract_index import DEFAULT_MAX_INDEX_SIZE, INT32_MAX, CorruptIndexError
 from logbroker.storage.file_records import FileRecords
 from logbroker.storage.offset_index import OffsetIndex
 from logbroker.storage.time_index import TimeIndex
@@ -253,7 +253,7 @@ class LogSegment:
         physical_position = self._log.size_in_bytes
         if physical_position == 0:
             self._rolling_based_timestamp = largest_timestamp
-        if not self.can_convert_to_relative_offset(largest_offset):
+        if not 0 <= largest_offset - self._base_offset <= INT32_MAX:  # can_convert_to_relative_offset
             raise LogSegmentOffsetOverflowError(
                 f"detected offset overflow at offset {largest_offset} in segment {self!r}")
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
@@ -262,7 +262,10 @@ class LogSegment:
             self.offset_index.ensure_room_for_entry()
             self.time_index.ensure_room_for_entry()
         self._log.append(records, head=head)
-        if largest_timestamp > self.max_timestamp_so_far:
+        so_far = self._max_timestamp_and_offset_so_far
+        if so_far == _UNKNOWN:
+            so_far = self._read_max_timestamp_and_offset_so_far()
+        if largest_timestamp > so_far.timestamp:
             self._max_timestamp_and_offset_so_far = TimestampOffset(largest_timestamp,
                                                                     offset_of_max_timestamp)
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
@@ -351,28 +354,25 @@ class LogSegment:
                 self._rolling_based_timestamp = header.max_timestamp
                 break
 
-    def _time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
-        self._load_first_batch_timestamp()
-        ts = self._rolling_based_timestamp
-        if ts is not None and ts >= 0:
-            return message_timestamp - ts
-        return now_ms - self._created_ms
-
-    def should_roll(self, *, incoming_size: int, incoming_max_timestamp: int,
-                    incoming_max_offset: int, now_ms: int, segment_bytes: int,
-                    segment_ms: int) -> bool:
+    def should_roll(self, incoming_size: int, incoming_max_timestamp: int, incoming_max_offset: int,
+                    now_ms: int, segment_bytes: int, segment_ms: int) -> bool:
         """Kafka's five roll conditions (DESIGN.md §2): the batch would take the segment past
         segment_bytes; the segment is non-empty and the batch's max timestamp is more than
         segment_ms - jitter past the segment's first batch timestamp (wall-clock time since the
         segment was created when there is none); either index is full; or the batch's last offset
         does not fit the indexes."""
-        size = self.size
-        return (size > segment_bytes - incoming_size
-                or (size > 0 and self._time_waited_for_roll(now_ms, incoming_max_timestamp)
-                    > segment_ms - self.rolling_jitter_ms)
-                or self.offset_index.is_full
-                or self.time_index.is_full
-                or not self.can_convert_to_relative_offset(incoming_max_offset))
+        size = self._log.size_in_bytes
+        if size > segment_bytes - incoming_size or not 0 <= incoming_max_offset - self._base_offset <= INT32_MAX:
+            return True  # full, or the batch's offsets would overflow the indexes
+        if size > 0:
+            first = self._rolling_based_timestamp
+            if first is None:
+                self._load_first_batch_timestamp()
+                first = self._rolling_based_timestamp
+            waited = incoming_max_timestamp - first if first is not None and first >= 0 else now_ms - self._created_ms
+            if waited > segment_ms - self.rolling_jitter_ms:
+                return True
+        return self.offset_index.is_full or self.time_index.is_full
 
     def on_become_inactive(self) -> None:
         """On roll: the final time index entry, then trim both indexes and the .log."""

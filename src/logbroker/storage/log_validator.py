@@ -60,24 +60,10 @@ from logbroker.records.batch import (
 )
 from logbroker.records.compression import decompress
 from logbroker.records.record import Record, decode_record
-from logbroker.storage.log_config import LONG_MAX, LogConfig
+from logbroker.storage.log_config import LogConfig
 
 # Kafka's LegacyRecord.RECORD_OVERHEAD_V0: crc, magic, attributes, key and value lengths.
 LEGACY_RECORD_OVERHEAD_V0 = 14
-
-
-def timestamp_before_max_ms(config: LogConfig) -> int:
-    """message.timestamp.before.max.ms, or the deprecated difference.max.ms when unset (KIP-937)."""
-    if config.message_timestamp_before_max_ms != LONG_MAX:
-        return config.message_timestamp_before_max_ms
-    return config.message_timestamp_difference_max_ms
-
-
-def timestamp_after_max_ms(config: LogConfig) -> int:
-    """message.timestamp.after.max.ms, or the deprecated difference.max.ms when unset (KIP-937)."""
-    if config.message_timestamp_after_max_ms != LONG_MAX:
-        return config.message_timestamp_after_max_ms
-    return config.message_timestamp_difference_max_ms
 
 
 def _check_framing(view: memoryview, position: int) -> int:
@@ -189,7 +175,7 @@ def _check_client_fields(header: BatchHeader) -> None:
 
 
 def _time_range(config: LogConfig, now_ms: int) -> tuple[int, int]:
-    return now_ms - timestamp_before_max_ms(config), now_ms + timestamp_after_max_ms(config)
+    return now_ms - config.timestamp_before_max_ms, now_ms + config.timestamp_after_max_ms
 
 
 def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int,
@@ -206,7 +192,7 @@ def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int,
         return None
     if config.log_append_time:
         return None  # the broker stamps its own time
-    low, high = _time_range(config, now_ms)
+    low, high = now_ms - config.timestamp_before_max_ms, now_ms + config.timestamp_after_max_ms
     for ts in (header.base_timestamp, header.max_timestamp):
         if ts != NO_TIMESTAMP and (ts < low or ts > high):
             return InvalidTimestampError(

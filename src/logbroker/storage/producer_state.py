@@ -17,27 +17,8 @@ marker. The first unstable offset is the smallest first offset over both sets; t
 stable offset is min(first unstable offset, high watermark), as Kafka's.
 
 The state is persisted in `.snapshot` files in the partition directory, named by the offset they
-cover up to (exclusive), 20 digits zero padded: `00000000000000001234.snapshot` holds the state
-after applying every batch below offset 1234. Kafka's format (PID_SNAPSHOT_MAP_SCHEMA v1),
-big-endian:
-
-    version       int16   1
-    crc           uint32  CRC-32C of every byte after this field
-    entries       int32   count, then per producer 46 bytes:
-      producer_id               int64
-      epoch                     int16
-      last_sequence             int32   -1 if no batch is retained
-      last_offset               int64   -1 if no batch is retained
-      offset_delta              int32   last_offset - first offset of the last batch
-      timestamp                 int64   max timestamp of the last batch
-      coordinator_epoch         int32
-      current_txn_first_offset  int64   -1 if no transaction is open
-
-Only the last batch of each producer is stored, so after a reload a producer's retry of one of its
-four older batches is no longer recognised as a duplicate (as in Kafka). A snapshot is written to
-`<name>.tmp`, fsynced and renamed into place, so a crash leaves either the old set of snapshots or
-the new one; a snapshot whose CRC does not match (torn by a crash before its fsync, or damaged) is
-deleted on load and the next older one used instead.
+cover up to; their format and crash behaviour are in producer_snapshot.py, the per-producer
+values in producer_state_entry.py.
 
 Nothing here is thread-safe: the Log calls it under its own lock (on the event loop). Methods
 that touch files (`take_snapshot`, `load`, `truncate_and_reload`, the deletions) block on disk.
@@ -47,14 +28,10 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import struct
-from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-
 
 from logbroker.clock import Clock
 from logbroker.errors import (
@@ -63,68 +40,22 @@ from logbroker.errors import (
     OutOfOrderSequenceNumberError,
     TransactionCoordinatorFencedError,
 )
-from logbroker.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchHeader, crc32c_of
+from logbroker.records.batch import NO_PRODUCER_EPOCH, BatchHeader
 from logbroker.records.control import EndTransactionMarker
-from logbroker.storage.checkpoints import fsync_file, write_file_atomically
+from logbroker.storage.producer_snapshot import (
+    DELETED_SUFFIX,
+    CorruptSnapshotError,
+    list_snapshot_files,
+    read_snapshot,
+    remove_tmp_snapshot_files,
+    snapshot_file_name,
+    write_snapshot,
+)
+from logbroker.storage.producer_state_entry import BatchMetadata, ProducerStateEntry, in_sequence
 
 log = logging.getLogger("kafka.log.ProducerStateManager")
 
-NUM_BATCHES_TO_RETAIN = 5
-INT32_MAX = 0x7FFFFFFF
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
-
-SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_TMP_SUFFIX = ".snapshot.tmp"
-DELETED_SUFFIX = ".deleted"
-PRODUCER_SNAPSHOT_VERSION = 1
-
-_SNAPSHOT_HEADER = struct.Struct(">hIi")  # version, crc, entry count
-_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")  # 46 bytes, field order of PID_SNAPSHOT_MAP_SCHEMA
-_CRC_END = 6  # the CRC covers bytes [6, end): the entry count and the entries
-_SNAPSHOT_NAME = re.compile(r"^(\d+)\.snapshot$")
-_SNAPSHOT_TMP_NAME = re.compile(r"^\d+\.snapshot\.tmp$")
-
-
-class CorruptSnapshotError(Exception):
-    """A producer snapshot file failed its CRC, version or size check. Never reaches a client."""
-
-
-def snapshot_file_name(offset: int) -> str:
-    return f"{offset:020d}{SNAPSHOT_SUFFIX}"
-
-
-def decrement_sequence(sequence: int, decrement: int) -> int:
-    """`sequence - decrement` in the int32 sequence space that wraps from 2^31-1 to 0."""
-    return (sequence - decrement) & INT32_MAX
-
-
-def in_sequence(last_seq: int, next_seq: int) -> bool:
-    """Whether `next_seq` directly follows `last_seq` (wrapping at int32 max, as Kafka does)."""
-    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
-
-
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
-    """One remembered batch of a producer (Kafka's BatchMetadata).
-
-    `offset_delta` is last offset minus first offset, which for a v2 batch is its lastOffsetDelta
-    and also the distance between its first and last sequence. A duplicate answer uses
-    `first_offset`, `last_offset` and `timestamp` (Kafka also reports `timestamp` as the
-    duplicate's log append time).
-    """
-
-    last_seq: int
-    last_offset: int
-    offset_delta: int
-    timestamp: int
-
-    @property
-    def first_seq(self) -> int:
-        return decrement_sequence(self.last_seq, self.offset_delta)
-
-    @property
-    def first_offset(self) -> int:
-        return self.last_offset - self.offset_delta
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,148 +75,6 @@ class TxnMetadata:
     producer_id: int
     first_offset: int
     last_offset: int = -1
-
-
-class ProducerStateEntry:
-    """The state of one producer id on one partition (Kafka's ProducerStateEntry).
-
-    `batch_metadata` holds at most five batches, oldest first, all of the current epoch:
-    sequences increase along it. Mutated only by ProducerStateManager; read it, don't change it.
-    """
-
-    __slots__ = ("producer_id", "producer_epoch", "coordinator_epoch", "last_timestamp",
-                 "current_txn_first_offset", "batch_metadata")
-
-    def __init__(self, producer_id: int, *, producer_epoch: int = NO_PRODUCER_EPOCH,
-                 coordinator_epoch: int = -1, last_timestamp: int = NO_TIMESTAMP,
-                 current_txn_first_offset: int = -1,
-                 batch_metadata: Iterable[BatchMetadata] = ()) -> None:
-        self.producer_id = producer_id
-        self.producer_epoch = producer_epoch
-        self.coordinator_epoch = coordinator_epoch
-        self.last_timestamp = last_timestamp
-        self.current_txn_first_offset = current_txn_first_offset
-        self.batch_metadata: deque[BatchMetadata] = deque(batch_metadata,
-                                                          maxlen=NUM_BATCHES_TO_RETAIN)
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.batch_metadata
-
-    @property
-    def first_seq(self) -> int:
-        return self.batch_metadata[0].first_seq if self.batch_metadata else NO_SEQUENCE
-
-    @property
-    def last_seq(self) -> int:
-        return self.batch_metadata[-1].last_seq if self.batch_metadata else NO_SEQUENCE
-
-    @property
-    def first_data_offset(self) -> int:
-        return self.batch_metadata[0].first_offset if self.batch_metadata else -1
-
-    @property
-    def last_data_offset(self) -> int:
-        return self.batch_metadata[-1].last_offset if self.batch_metadata else -1
-
-    @property
-    def last_offset_delta(self) -> int:
-        return self.batch_metadata[-1].offset_delta if self.batch_metadata else 0
-
-    def find_duplicate_batch(self, header: BatchHeader) -> BatchMetadata | None:
-        """The remembered batch with the same epoch and exactly the same sequence range, if any."""
-        if header.producer_epoch != self.producer_epoch:
-            return None
-        first_seq, last_seq = header.base_sequence, header.last_sequence
-        for batch in self.batch_metadata:
-            if batch.last_seq == last_seq and batch.first_seq == first_seq:
-                return batch
-        return None
-
-    def _maybe_update_producer_epoch(self, producer_epoch: int) -> None:
-        # Sequences restart with each epoch, so batches of an older epoch can never be matched.
-        if producer_epoch != self.producer_epoch:
-            self.batch_metadata.clear()
-            self.producer_epoch = producer_epoch
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ProducerStateEntry):
-            return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
-
-    def __repr__(self) -> str:
-        return (f"ProducerStateEntry(producer_id={self.producer_id}, "
-                f"producer_epoch={self.producer_epoch}, "
-                f"coordinator_epoch={self.coordinator_epoch}, "
-                f"last_timestamp={self.last_timestamp}, "
-                f"current_txn_first_offset={self.current_txn_first_offset}, "
-                f"batch_metadata={list(self.batch_metadata)})")
-
-
-# --- the snapshot format: pure functions ---------------------------------------------------
-
-
-def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
-    """Kafka's producer snapshot bytes for `entries` (written in the order given)."""
-    body = bytearray(_SNAPSHOT_HEADER.size)
-    count = 0
-    for e in entries:
-        body += _SNAPSHOT_ENTRY.pack(e.producer_id, e.producer_epoch, e.last_seq,
-                                     e.last_data_offset, e.last_offset_delta, e.last_timestamp,
-                                     e.coordinator_epoch, e.current_txn_first_offset)
-        count += 1
-    struct.pack_into(">i", body, _CRC_END, count)
-    _SNAPSHOT_HEADER.pack_into(body, 0, PRODUCER_SNAPSHOT_VERSION,
-                               crc32c_of(memoryview(body)[_CRC_END:]), count)
-    return bytes(body)
-
-
-def decode_snapshot(buf: bytes) -> list[ProducerStateEntry]:
-    """Parse snapshot bytes; raise CorruptSnapshotError on a bad version, CRC or size.
-
-    As in Kafka, an entry keeps one batch when its last offset is >= 0 and an open transaction
-    when its current_txn_first_offset is >= 0. Bytes after the entries are tolerated when the
-    CRC (which covers them) matches, as Kafka's reader does.
-    """
-    if len(buf) < _SNAPSHOT_HEADER.size:
-        raise CorruptSnapshotError(f"snapshot is {len(buf)} bytes, shorter than its header")
-    version, crc, count = _SNAPSHOT_HEADER.unpack_from(buf, 0)
-    if version != PRODUCER_SNAPSHOT_VERSION:
-        raise CorruptSnapshotError(f"snapshot contained an unknown file version {version}")
-    computed = crc32c_of(memoryview(buf)[_CRC_END:])
-    if crc != computed:
-        raise CorruptSnapshotError(f"snapshot is corrupt (stored crc {crc}, computed {computed})")
-    if count < 0 or _SNAPSHOT_HEADER.size + count * _SNAPSHOT_ENTRY.size > len(buf):
-        raise CorruptSnapshotError(f"snapshot claims {count} entries in {len(buf)} bytes")
-    entries = []
-    for (producer_id, epoch, last_seq, last_offset, offset_delta, timestamp, coordinator_epoch,
-         txn_first_offset) in _SNAPSHOT_ENTRY.iter_unpack(
-            memoryview(buf)[_SNAPSHOT_HEADER.size:_SNAPSHOT_HEADER.size
-                            + count * _SNAPSHOT_ENTRY.size]):
-        batches = [BatchMetadata(last_seq, last_offset, offset_delta, timestamp)] \
-            if last_offset >= 0 else []
-        entries.append(ProducerStateEntry(
-            producer_id, producer_epoch=epoch, coordinator_epoch=coordinator_epoch,
-            last_timestamp=timestamp,
-            current_txn_first_offset=txn_first_offset if txn_first_offset >= 0 else -1,
-            batch_metadata=batches))
-    return entries
-
-
-def read_snapshot(path: Path) -> list[ProducerStateEntry]:
-    """Read and decode one snapshot file (blocks on disk)."""
-    return decode_snapshot(path.read_bytes())
-
-
-def flush_snapshot(path: Path) -> None:
-    """fsync a snapshot written with `take_snapshot(sync=False)`, and its directory.
-
-    Safe to run off the event loop (it touches no manager state) and on a file already deleted.
-    """
-    fsync_file(path)
-
-
-# --- the manager ---------------------------------------------------------------------------
 
 
 class ProducerStateManager:
@@ -322,8 +111,8 @@ class ProducerStateManager:
         self._unreplicated_txns: dict[int, TxnMetadata] = {}
         self._first_unstable: int | None = None
         self._first_unstable_stale = False  # set by every change to the two dicts
-        self._remove_tmp_snapshots()
-        self._snapshots = self._list_snapshots()
+        remove_tmp_snapshot_files(self.partition_dir)
+        self._snapshots = list_snapshot_files(self.partition_dir)
 
     # -- reading the state
 
@@ -491,7 +280,7 @@ class ProducerStateManager:
                 return None
             if entry is None:
                 entry = self._producers[producer_id] = ProducerStateEntry(producer_id)
-            entry._maybe_update_producer_epoch(header.producer_epoch)
+            entry.maybe_update_producer_epoch(header.producer_epoch)
             completed = None
             # A marker for a transaction with no data here completes nothing (Kafka's rule).
             if entry.current_txn_first_offset >= 0:
@@ -504,7 +293,7 @@ class ProducerStateManager:
             return completed
         if entry is None:
             entry = self._producers[producer_id] = ProducerStateEntry(producer_id)
-        entry._maybe_update_producer_epoch(header.producer_epoch)
+        entry.maybe_update_producer_epoch(header.producer_epoch)
         entry.batch_metadata.append(BatchMetadata(
             header.last_sequence, last_offset, header.last_offset_delta, header.max_timestamp))
         entry.last_timestamp = header.max_timestamp
@@ -571,8 +360,7 @@ class ProducerStateManager:
             return None
         offset = self._map_end_offset
         path = self.snapshot_path(offset)
-        data = encode_snapshot(self._producers[pid] for pid in sorted(self._producers))
-        write_file_atomically(path, data, sync=sync)
+        write_snapshot(path, (self._producers[pid] for pid in sorted(self._producers)), sync=sync)
         self._snapshots[offset] = path
         self._last_snap_offset = offset
         return path
@@ -599,7 +387,7 @@ class ProducerStateManager:
         """Delete snapshots that match no segment, except the newest one if it lies past the
         last segment's base offset (the one written on clean shutdown), as Kafka's loader does."""
         bases = set(segment_base_offsets)
-        self._snapshots = self._list_snapshots()
+        self._snapshots = list_snapshot_files(self.partition_dir)
         strays = [o for o in sorted(self._snapshots) if o not in bases]
         keep = strays[-1] if strays and (not bases or strays[-1] >= max(bases)) else None
         for offset in strays:
@@ -617,7 +405,7 @@ class ProducerStateManager:
         the log end; then it calls `update_map_end_offset(log_end_offset)` and usually
         `take_snapshot()`. Blocks on disk.
         """
-        self._snapshots = self._list_snapshots()
+        self._snapshots = list_snapshot_files(self.partition_dir)
         self._delete_snapshots_out_of_range(log_start_offset, log_end_offset)
         self._clear()
         self._load_from_snapshot(log_start_offset)
@@ -681,24 +469,3 @@ class ProducerStateManager:
         path = self._snapshots.pop(offset, None)
         if path is not None:
             path.unlink(missing_ok=True)
-
-    def _iter_dir(self) -> list[os.DirEntry]:
-        try:
-            with os.scandir(self.partition_dir) as it:
-                return list(it)
-        except FileNotFoundError:
-            return []
-
-    def _list_snapshots(self) -> dict[int, Path]:
-        snapshots = {}
-        for item in self._iter_dir():
-            match = _SNAPSHOT_NAME.match(item.name)
-            if match and item.is_file():
-                snapshots[int(match.group(1))] = Path(item.path)
-        return snapshots
-
-    def _remove_tmp_snapshots(self) -> None:
-        # Left by a crash between writing a snapshot and renaming it: never complete.
-        for item in self._iter_dir():
-            if _SNAPSHOT_TMP_NAME.match(item.name):
-                Path(item.path).unlink(missing_ok=True)

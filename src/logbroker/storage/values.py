@@ -1,28 +1,29 @@
-"""Value types at the storage boundary: what appends and reads return."""
+"""Value types at the storage boundary: what appends and reads return.
+
+NamedTuples rather than frozen dataclasses: several are built for every produce and fetch, and a
+frozen dataclass's __init__ sets each field through object.__setattr__ (~0.6 µs for five fields,
+against ~0.2 µs for a NamedTuple). They are immutable and hashable either way."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetPosition:
+class OffsetPosition(NamedTuple):
     """An offset index entry: an absolute offset and the file position of a batch."""
 
     offset: int
     position: int
 
 
-@dataclass(frozen=True, slots=True)
-class TimestampOffset:
+class TimestampOffset(NamedTuple):
     """A time index entry: a timestamp and the absolute offset of the batch that carries it."""
 
     timestamp: int
     offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class TimestampAndOffset:
+class TimestampAndOffset(NamedTuple):
     """A ListOffsets answer: the offset found, the timestamp there, and its leader epoch (-1 if unknown)."""
 
     timestamp: int
@@ -30,8 +31,7 @@ class TimestampAndOffset:
     leader_epoch: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class FileRegion:
+class FileRegion(NamedTuple):
     """A byte range of an open segment file, to leave the process with os.sendfile.
 
     `fd` stays valid while the segment is open; a segment deleted meanwhile is only renamed
@@ -44,8 +44,7 @@ class FileRegion:
     size: int
 
 
-@dataclass(frozen=True, slots=True)
-class FetchDataInfo:
+class FetchDataInfo(NamedTuple):
     """What a read returns: where the first batch lies and the bytes to send.
 
     `region` is None when there is nothing to return (offset at the end, or max_offset reached).
@@ -63,8 +62,7 @@ class FetchDataInfo:
         return self.region.size if self.region else 0
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):
     """The result of appending one batch (Kafka's LogAppendInfo).
 
     `log_append_time_ms` is -1 unless the topic uses LogAppendTime. `first_offset` is the

@@ -41,7 +41,7 @@ from logbroker.records.record import Record
 from logbroker.records.record_batch import RecordBatch, iter_batches
 from logbroker.storage.abstract_index import CorruptIndexError
 from logbroker.storage.offset_index import OffsetIndex
-from logbroker.storage.producer_state import CorruptSnapshotError, read_snapshot
+from logbroker.storage.producer_snapshot import CorruptSnapshotError, read_snapshot
 from logbroker.storage.time_index import TimeIndex
 
 INT32_MAX = (1 << 31) - 1

@@ -1,9 +1,9 @@
 """Produce (api key 0), v3+: one batch per partition, appended through the ReplicaManager.
 
 acks=0 gets no response at all; if any partition failed, the connection is closed instead, as
-Kafka does, so the producer notices. The record bytes kio parsed out of the frame go to the log as
-they are: it writes a patched copy of their first 16 bytes (base offset, leader epoch) ahead of the
-rest, so the batch is not copied again.
+Kafka does, so the producer notices. Each partition's records, a read-only view of the request
+frame (protocol/requests/produce.py), go to the log as they are: it writes a patched copy of their
+first 16 bytes (base offset, leader epoch) ahead of the rest, so the batch is never copied.
 
 KIP-890 part 1 (transaction.partition.verification.enable): a request with a transactional id whose
 batch is transactional (attributes bit 0x10) while its producer has no ongoing transaction on that
@@ -62,8 +62,8 @@ def handle(broker, request):
 def _append(broker, request, entries, denied, failed=None):
     body = request.body
     results = broker.replica_manager.append_records_now(
-        timeout_ms=int(body.timeout.total_seconds() * 1000), required_acks=body.acks, entries=entries)
-    if inspect.isawaitable(results):
+        timeout_ms=body.timeout_ms, required_acks=body.acks, entries=entries)
+    if type(results) is not dict:  # an awaitable: the answer waits (acks=-1, a flush)
         return _respond_later(broker, request, results, denied, failed)
     if failed:
         results.update(failed)

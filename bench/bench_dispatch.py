@@ -1,0 +1,145 @@
+"""The broker's Python per request, without the event loop or the socket (issue 20).
+
+A Broker runs in this process; each request frame (the same frames as bench_request_cost.py) is
+handed straight to its dispatcher, as `KafkaConnection.data_received` would, and the thread's CPU
+time per call is measured. That is the request's own Python — decode, handler, log append with
+its pwrite, encode — with nothing else on the machine in the number, so it is steady enough to
+compare small changes on a busy machine, where bench_request_cost.py's end-to-end figures move by
+±10%.
+
+Two figures per request:
+- warm: calls back to back, as under a pipelining client (caches hold the working set);
+- cold: `--pollute MIB` of memory is written between calls, evicting the caches as the client and
+  the kernel do between two requests of a client that sends one at a time (a producer with
+  linger.ms=0 at a modest rate): the same Python then costs ~1.8x. This is why the paced
+  confluent-kafka scenario costs more per request than the ping-pong rows.
+
+    PYTHONPATH=$PWD/src .venv/bin/python bench/bench_dispatch.py [--src A --src B] [--count 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class _Connection:
+    """What the dispatcher reads of a connection (a PLAINTEXT listener, no SASL gate)."""
+
+    peer = "127.0.0.1:1"
+    auth_gate = False
+    sasl = None
+    listener_name = "PLAINTEXT"
+
+    def __init__(self, principal) -> None:  # noqa: ANN001
+        self.principal = principal
+
+    def mute_for(self, ms: int) -> None:
+        pass
+
+
+def _cases() -> list[tuple[str, bytes]]:
+    sys.path.insert(0, HERE)
+    import bench_request_cost as rc
+
+    return [("produce 1 × 1 KiB, acks=1", rc.produce_frame(acks=1, records=1, value_bytes=1024)),
+            ("produce 1 × 1 KiB, acks=all", rc.produce_frame(acks=-1, records=1, value_bytes=1024)),
+            ("produce 10 × 100 B, acks=1", rc.produce_frame(acks=1, records=10, value_bytes=100)),
+            ("produce 63 × 1 KiB, acks=1", rc.produce_frame(acks=1, records=63, value_bytes=1024)),
+            ("fetch, a few records", rc.fetch_frame(offset=0, max_wait_ms=500, partition_max_bytes=4096))]
+
+
+async def _measure(count: int, pollute_mib: int, repeat: int) -> dict[str, tuple[float, float]]:
+    sys.path.insert(0, HERE)
+    import bench_request_cost as rc
+
+    from logbroker.security.principal import ANONYMOUS
+    from logbroker.server.broker import Broker
+    from logbroker.server.config import KafkaConfig
+
+    data = tempfile.mkdtemp(prefix="bench-dispatch-")
+    try:
+        config = KafkaConfig.from_props({"log.dirs": data, "listeners": "PLAINTEXT://127.0.0.1:0",
+                                         "broker.id": 0, "log.segment.bytes": str(1 << 30)})
+        broker = Broker(config)
+        await broker.start()
+        for topic in (rc.TOPIC, rc.FETCH_TOPIC):
+            broker.create_topic(topic, num_partitions=1, replication_factor=1, configs={})
+        await asyncio.sleep(0.2)
+        handler, connection = broker.server.handler, _Connection(ANONYMOUS)
+        saved, rc.TOPIC = rc.TOPIC, rc.FETCH_TOPIC  # ten small batches for the fetch case to read
+        seed = rc.produce_frame(acks=1, records=1, value_bytes=100)
+        rc.TOPIC = saved
+        for _ in range(10):
+            handler(memoryview(bytes(seed[4:])), connection)
+        junk = bytearray(pollute_mib << 20)
+        zeros = bytes(len(junk) // 64)
+        results = {}
+        for name, frame in _cases():
+            body = bytes(frame[4:])
+            n = count // 8 if "63" in name else count  # the big batches: a smaller log
+            for _ in range(200):
+                handler(memoryview(bytes(body)), connection)
+            warm, cold = [], []
+            for _ in range(repeat):
+                frames = [memoryview(bytes(body)) for _ in range(n)]
+                start = time.thread_time_ns()
+                for f in frames:
+                    handler(f, connection)
+                warm.append((time.thread_time_ns() - start) / n / 1000)
+                frames = [memoryview(bytes(body)) for _ in range(n // 4)]
+                spent = 0
+                for f in frames:
+                    junk[::64] = zeros
+                    start = time.thread_time_ns()
+                    handler(f, connection)
+                    spent += time.thread_time_ns() - start
+                cold.append(spent / len(frames) / 1000)
+            results[name] = (min(warm), statistics.median(cold))
+        await broker.shutdown()
+        return results
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--src", action="append", default=[], help="logbroker source tree (repeatable)")
+    parser.add_argument("--count", type=int, default=10000, help="requests per warm run")
+    parser.add_argument("--pollute", type=int, default=8, help="MiB written between cold calls")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child or not args.src:
+        results = asyncio.run(_measure(args.count, args.pollute, args.repeat))
+        for name, (warm, cold) in results.items():
+            print(f"{name}\t{warm:.1f}\t{cold:.1f}")
+        return 0
+    rows: dict[str, list[str]] = {}
+    for src in args.src:  # one process per tree, each importing its own logbroker
+        out = subprocess.run([sys.executable, __file__, "--child", "--count", str(args.count),
+                              "--pollute", str(args.pollute), "--repeat", str(args.repeat)],
+                             env={**os.environ, "PYTHONPATH": src}, capture_output=True, text=True, check=True)
+        for line in out.stdout.splitlines():
+            name, warm, cold = line.split("\t")
+            rows.setdefault(name, []).extend([warm, cold])
+    print(f"- load average: {os.getloadavg()}")
+    header = "| request | " + " | ".join(f"warm µs ({s}) | cold µs ({s})" for s in args.src) + " |"
+    print(header)
+    print("|---|" + "---:|" * (2 * len(args.src)))
+    for name, values in rows.items():
+        print(f"| {name} | " + " | ".join(values) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

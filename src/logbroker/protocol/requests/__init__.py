@@ -1,0 +1,1 @@
+"""Hand-written request decoders for the requests clients send at rate (see codec.py)."""

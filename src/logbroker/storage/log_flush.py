@@ -1,0 +1,144 @@
+"""Flushing and closing a `Log`: what reaches the disk, and when the log lets its files go.
+
+`LogFlush` is a part of `Log` (log.py), mixed into it; it works on the Log's lock, offsets and
+LocalLog, which keeps the recovery point and does the segment fsyncs (local_log.py). A flush
+fsyncs the segments holding offsets in [recovery point, target), the producer snapshots written
+at rolls since the last flush, the leader epoch checkpoint and, when a file was created, the
+directory; only then does the recovery point move up to the target.
+
+Invariants: `recovery_point <= log_end_offset`, and every byte below the recovery point is on
+disk; a truncation during a flush leaves the recovery point where it was (the flushed bytes may
+be gone). Once closed, the Log refuses appends, reads and flushes.
+
+Threads: the flush itself blocks on fsync and belongs in a worker thread; it runs its fsyncs
+outside the Log's lock (one flush at a time, under its own lock), so appends go on meanwhile.
+`needs_flush` and `flush_policy_due` are cheap and fine on the event loop. Closing and deleting
+block on disk.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from logbroker.errors import KafkaStorageError
+from logbroker.storage.checkpoints import fsync_dir
+from logbroker.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache
+from logbroker.storage.local_log import LocalLog
+from logbroker.storage.producer_snapshot import flush_snapshot
+from logbroker.storage.producer_state import ProducerStateManager
+
+
+class LogFlush:
+    """The flushing and closing methods of `Log`. See the module docstring."""
+
+    # The Log's state this part works on (set in Log.__init__).
+    _lock: threading.RLock
+    _flush_lock: threading.Lock
+    _local: LocalLog
+    _epoch_cache: LeaderEpochFileCache
+    _producer_state: ProducerStateManager
+    _log_end_offset: int
+    _unflushed_snapshots: list[Path]
+    dir: Path
+    closed: bool
+
+    def needs_flush(self, now_ms: int) -> bool:
+        """Whether a flush is due: a rolled segment or producer snapshot not yet fsynced (Kafka
+        flushes each rolled segment right after the roll), flush.messages unflushed messages, or
+        flush.ms since the last flush with something unflushed. Cheap; run `flush_if_needed` in
+        a worker thread."""
+        with self._lock:
+            if self.closed:
+                return False
+            if self._unflushed_snapshots or self._local.rolled_segment_unflushed():
+                return True
+            return self._local.flush_policy_due(now_ms, self._log_end_offset)
+
+    def flush_policy_due(self, now_ms: int) -> bool:
+        """Whether flush.messages or flush.ms ask for an fsync now — the flush Kafka does before
+        answering the produce; a rolled segment's flush (also in `needs_flush`) waits for no one."""
+        with self._lock:
+            return not self.closed and self._local.flush_policy_due(now_ms, self._log_end_offset)
+
+    def flush_if_needed(self, now_ms: int) -> bool:
+        """Flush what `needs_flush` says is due: up to the log end for flush.messages/flush.ms,
+        else up to the active segment (rolled segments only). Blocking fsync: worker thread."""
+        with self._lock:
+            if not self.needs_flush(now_ms):
+                return False
+            target = (self._log_end_offset
+                      if self._local.flush_policy_due(now_ms, self._log_end_offset)
+                      else self._local.active_segment.base_offset)
+        self.flush(target)
+        return True
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync the segments holding offsets in [recovery point, up_to_offset) (default: the
+        log end), the snapshots written since the last flush, the leader epoch checkpoint and the
+        directory (when a segment or snapshot was created), then move the recovery point up.
+
+        Blocking: run it in a worker thread. The fsyncs run outside the log's lock, so appends go
+        on meanwhile; a truncation during the flush leaves the recovery point where it was.
+        """
+        with self._flush_lock:
+            with self._lock:
+                if self.closed:
+                    return
+                target = self._log_end_offset if up_to_offset is None else min(up_to_offset, self._log_end_offset)
+                pending = self._local.start_flush(target)
+                snapshots, self._unflushed_snapshots = self._unflushed_snapshots, []
+                epoch_dirty = self._epoch_cache.pop_dirty()
+            self._local.flush_segments(pending, self._lock)
+            try:
+                for path in snapshots:
+                    flush_snapshot(path)
+                if epoch_dirty:
+                    self._epoch_cache.fsync_file()
+                if (pending.new_segment or snapshots) and pending.directory.exists():
+                    fsync_dir(pending.directory)
+            except OSError as e:
+                raise KafkaStorageError(f"Error while flushing log {pending.directory}: {e}") from e
+            with self._lock:
+                self._local.mark_flushed(pending, self._log_end_offset)
+
+    # --- closing and deleting --------------------------------------------------------------
+
+    def close(self) -> None:
+        """Take a producer snapshot at the log end, then close every segment (final time index
+        entry, indexes and file trimmed, .log fsynced) and remove pending `.deleted` files.
+        Does not move the recovery point: call `flush` first for a clean shutdown. Blocks."""
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self._producer_state.take_snapshot()
+                self._local.close()
+                self._epoch_cache.flush()
+            except OSError as e:
+                raise KafkaStorageError(f"Error while closing log {self.dir}: {e}") from e
+            finally:
+                self._local.mark_closed()
+
+    def close_handles(self) -> None:
+        """Close every file descriptor and mapping without writing anything (on errors, and for
+        a log whose directory is about to be removed)."""
+        with self._lock:
+            self._local.close_handles()
+            self._local.mark_closed()
+
+    def rename_dir_for_deletion(self, name: str) -> Path:
+        """Rename the partition directory to `name` beside it (LogManager's `…-delete`) and
+        close the log to further calls. Open descriptors stay valid, so file regions already
+        handed out can still be sent until `delete`. Returns the new path."""
+        with self._lock:
+            target = self._local.rename_dir(name)
+            self._epoch_cache.set_path(target / LEADER_EPOCH_CHECKPOINT_FILE)
+            self._local.mark_closed()
+            return target
+
+    def delete(self) -> None:
+        """Close the log's files and remove its whole directory. Blocks on disk."""
+        with self._lock:
+            self._local.mark_closed()
+            self._local.delete_dir()
