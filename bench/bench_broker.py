@@ -256,6 +256,34 @@ class Bench:
                 "peak_rss_mib": mem.peak["VmRSS"],
                 "peak_anon_mib": mem.peak["RssAnon"]}
 
+    def kcat_produce_case(self, size: int, count: int, *, tag: str = "") -> dict:
+        """`count` records of `size` bytes produced by kcat (librdkafka's C producer, its default
+        batching) to a one-partition topic: the broker's CPU per GB when the client costs next to
+        nothing. The records are lines of a file written first (untimed)."""
+        topic = f"{tag}kcat-{size}b"
+        self.create_topic(topic, 1)
+        lines = self.root / f"{topic}.lines"
+        alphabet = bytes(range(0x21, 0x7F))
+        with open(lines, "wb") as f:
+            block = bytes(alphabet[b % len(alphabet)] for b in os.urandom(size - 1)) + b"\n"
+            for _ in range(count):
+                f.write(block)
+        bytes0 = log_bytes(self.broker.data_dir, topic)
+        cpu0 = proc_cpu_s(self.pid)
+        start = time.perf_counter()
+        subprocess.run(["kcat", "-P", "-q", "-b", self.broker.bootstrap, "-t", topic, "-p", "0",
+                        "-X", "linger.ms=5", "-l", str(lines)], check=True, timeout=600)
+        wall = time.perf_counter() - start
+        broker_cpu = proc_cpu_s(self.pid) - cpu0
+        lines.unlink()
+        end = self.end_offsets(topic, 1)
+        if end != count:
+            raise RuntimeError(f"{topic}: end offset {end}, expected {count}")
+        nbytes = log_bytes(self.broker.data_dir, topic) - bytes0
+        return {"topic": topic, "size": size, "count": count, "wall_s": wall, "msgs_s": count / wall,
+                "log_bytes": nbytes, "broker_cpu_s": broker_cpu,
+                "broker_cpu_s_per_gb": broker_cpu / (nbytes / GB), "broker_cpu_pct": 100 * broker_cpu / wall}
+
     # -- 2. consume -------------------------------------------------------------------------
     def consume_case(self, topic: str, size: int, count: int, client: str, *, spy: PySpy | None = None) -> dict:
         nbytes = log_bytes(self.broker.data_dir, topic)

@@ -4,7 +4,11 @@ partitions) against one broker per `--src`, alternating, without bench_broker's 
 machine — for A/B comparisons on a shared machine, where both sides take the same noise. The
 goals themselves are judged by bench_broker.py beside its ceilings.
 
+`--kcat N` adds issue 16's C-client case: N records of 100 B produced by kcat (librdkafka's own
+batching, linger.ms=5) to one partition.
+
     .venv/bin/python bench/bench_cpu_per_gb.py --src /path/a/src --src /path/b/src [--records 200000]
+        [--kcat 2000000]
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--src", action="append", required=True, help="logbroker source tree (repeatable)")
     parser.add_argument("--records", type=int, default=200_000, help="records per run")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--kcat", type=int, default=0, help="records of 100 B from kcat (0: no kcat case)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-cpu-per-gb-") as tmp:
         root = Path(tmp)
@@ -48,9 +53,16 @@ def main(argv: list[str] | None = None) -> int:
                     r = bench.produce_case(size, partitions, acks, args.records, tag=f"r{rep}s{i}",
                                            prefault_first=False)
                     results[(size, partitions, acks, src)].append(r)
+            for i, (src, bench) in enumerate(benches.items()):
+                if args.kcat:
+                    r = bench.kcat_produce_case(100, args.kcat, tag=f"r{rep}s{i}")
+                    r["broker_us_per_request"] = float("nan")  # kcat reports no request count
+                    results[(100, 1, "kcat", src)].append(r)
         rows = []
-        for size, partitions, acks in CASES:
-            row = [f"{size} B", partitions, "all" if acks < 0 else acks]
+        cases = CASES + ([(100, 1, "kcat")] if args.kcat else [])
+        for size, partitions, acks in cases:
+            row = [f"{size} B" + (" (kcat)" if acks == "kcat" else ""), partitions,
+                   "1" if acks == "kcat" else "all" if acks < 0 else acks]
             for src in args.src:
                 runs = results[(size, partitions, acks, src)]
                 row += [f"{median([r['broker_cpu_s_per_gb'] for r in runs]):.2f}",
