@@ -45,6 +45,10 @@ def end_txn(raw: RawClient, txn_id: str, pid: int, epoch: int, commit: bool, ver
 
 
 def end_txn_retrying(raw: RawClient, *args) -> int:
+    """EndTxn as a client sends it: again while CONCURRENT_TRANSACTIONS. An EndTxn is answered once
+    Prepare* is stored; until the markers are written and Complete* is stored, a retry of the same
+    EndTxn (or any EndTxn while the completion's own store is in flight) gets CONCURRENT_TRANSACTIONS,
+    as in Kafka, and how many requests of the client's that lasts depends on the event loop."""
     for _ in range(100):
         code = end_txn(raw, *args)
         if code != CONCURRENT_TRANSACTIONS:
@@ -114,7 +118,7 @@ def test_end_txn_out_of_order_and_stale_epochs(logbroker):
         assert end_txn(raw, "t-order", pid, epoch + 5, True, version=1) == INVALID_PRODUCER_EPOCH
         assert end_txn(raw, "t-order", pid, epoch, True) == NONE
         assert end_txn_retrying(raw, "t-order", pid, epoch, False) == INVALID_TXN_STATE  # abort after commit
-        assert end_txn(raw, "t-order", pid, epoch, True) == NONE  # a retried commit is answered again
+        assert end_txn_retrying(raw, "t-order", pid, epoch, True) == NONE  # a retried commit is answered again
         # A second producer with the same id fences the first.
         pid2, epoch2 = init(raw, "t-order")
         assert (pid2, epoch2) == (pid, epoch + 1)

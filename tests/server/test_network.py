@@ -1,16 +1,32 @@
 """server/network: responses leave in request order whether they are ready at once (written from
-data_received, one send per read) or later (through the writer task), and a client that does not
-read still stops being read."""
+data_received, one send per read) or later (through the writer task), record regions sent with
+sendfile never overtake the bytes around them, and a client that does not read still stops being
+read — on uvloop and on asyncio's loop, either of which the broker may serve on."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import struct
+import time
+
+import pytest
+import uvloop
 
 from logbroker.server.network import MAX_IN_FLIGHT, KafkaServer
+from logbroker.storage.values import FileRegion
 
 _SIZE = struct.Struct(">i")
+
+
+@pytest.fixture(params=[uvloop.new_event_loop, None], ids=["uvloop", "asyncio"])
+def run(request):
+    """Run a coroutine on each event loop the broker may serve on (cli/serve.py)."""
+    def run(coroutine):
+        with asyncio.Runner(loop_factory=request.param) as runner:
+            return runner.run(coroutine)
+    return run
 
 
 def _frame(payload: bytes) -> bytes:
@@ -46,7 +62,7 @@ async def _read_frames(reader: asyncio.StreamReader, count: int) -> list[bytes]:
     return frames
 
 
-def test_ready_and_late_answers_leave_in_request_order():
+def test_ready_and_late_answers_leave_in_request_order(run):
     async def main():
         server, port = await _serve()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -62,10 +78,10 @@ def test_ready_and_late_answers_leave_in_request_order():
         await server.close()
         return got
 
-    assert asyncio.run(main()) == [b"r1", b"s2", b"r3", b"r5", b"s6", b"r7", b"r8", b"s9", b"r10"]
+    assert run(main()) == [b"r1", b"s2", b"r3", b"r5", b"s6", b"r7", b"r8", b"s9", b"r10"]
 
 
-def test_a_client_that_does_not_read_stops_being_read():
+def test_a_client_that_does_not_read_stops_being_read(run):
     async def main():
         server, port = await _serve()
         sock = socket.create_connection(("127.0.0.1", port))
@@ -86,6 +102,53 @@ def test_a_client_that_does_not_read_stops_being_read():
         await server.close()
         return sent, paused
 
-    sent, paused = asyncio.run(main())
+    sent, paused = run(main())
     assert paused  # the broker stopped reading once its answers could not leave
     assert sent < 4 * MAX_IN_FLIGHT * 60_004
+
+
+def test_record_regions_and_bytes_arrive_in_order_through_a_full_socket(run, tmp_path):
+    # Each answer is bytes, a file region sent with os.sendfile, bytes again, to a client (in a
+    # thread) that reads slowly: sendfile meets a full socket, the transport buffers, the socket
+    # drains while the loop runs, and no byte may overtake another (the high-water mark of 0
+    # pauses writing within the write that buffers, on either loop).
+    data = bytes(range(251)) * 16_000  # ~4 MB: more than the socket buffers hold
+    path = tmp_path / "segment"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    regions = [(i * 100_003, 1_500_000 + i) for i in range(6)]
+
+    def handler(frame, connection):
+        i = int(bytes(frame))
+        position, size = regions[i]
+        head, tail = b"head%d" % i, b"tail%d" % i
+        return [_SIZE.pack(len(head) + size + len(tail)) + head, FileRegion(fd, position, size), tail]
+
+    def client(port: int) -> bytes:
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.settimeout(10)
+            sock.connect(("127.0.0.1", port))
+            sock.sendall(b"".join(_frame(b"%d" % i) for i in range(len(regions))))
+            expected = sum(4 + 10 + n for _, n in regions)
+            received = bytearray()
+            while len(received) < expected:
+                received += sock.recv(65536 if len(received) % 7 else 1024)
+                if len(received) % 5 == 0:
+                    time.sleep(0.0005)
+            return bytes(received)
+
+    async def main():
+        server = KafkaServer(handler, max_request_bytes=1 << 20, connections_max_idle_ms=600_000,
+                             clock_ms=lambda: 0)
+        port = await server.listen("127.0.0.1", 0)
+        received = await asyncio.get_running_loop().run_in_executor(None, client, port)
+        await server.close()
+        return received
+
+    try:
+        received = run(main())
+    finally:
+        os.close(fd)
+    assert received == b"".join(_frame(b"head%d" % i + data[p:p + n] + b"tail%d" % i)
+                                for i, (p, n) in enumerate(regions))

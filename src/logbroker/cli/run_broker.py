@@ -14,9 +14,12 @@ import logging
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 DEFAULT_DATA_DIR = "logbroker-data"
+EVENT_LOOPS = ("uvloop", "asyncio")
+EVENT_LOOP_ENV = "LOGBROKER_EVENT_LOOP"
 
 
 class BadArgument(ValueError):
@@ -92,9 +95,10 @@ def _hide_hypothesis() -> None:
 
 
 def serve(config_file: Path | None, overrides: dict[str, str], log_levels: tuple[int, dict[str, int]],
-          started: float) -> int:
-    """Run a broker until signalled; the exit status (2: a config error, 1: startup failed).
-    `started` is time.monotonic() when the command began, for the "started in" line."""
+          started: float, event_loop: str = "uvloop") -> int:
+    """Run a broker until signalled on `event_loop` (one of EVENT_LOOPS); the exit status (2: a
+    config error, 1: startup failed). `started` is time.monotonic() when the command began, for
+    the "started in" line."""
     _hide_hypothesis()
     configure_logging(*log_levels)
     from logbroker.server.config import ConfigError, KafkaConfig
@@ -111,7 +115,30 @@ def serve(config_file: Path | None, overrides: dict[str, str], log_levels: tuple
     except ConfigError as exc:
         print(f"logbroker: {exc}", file=sys.stderr, flush=True)
         return 2
-    return asyncio.run(_run(config, started))
+    with asyncio.Runner(loop_factory=loop_factory(event_loop)) as runner:
+        return runner.run(_run(config, started))
+
+
+def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The factory of the event loop called `name` (one of EVENT_LOOPS); None is asyncio's default.
+
+    What the broker may assume of either loop: a transport with write-buffer high-water mark 0
+    calls pause_writing within the write that buffers (network.py's sendfile relies on it);
+    timers may fire up to ~1.5 ms early by a fine clock (uvloop keeps milliseconds and rounds
+    delays), so a timer callback must not re-check the clock and give up; and an I/O callback
+    may run before or after a callback queued with call_soon just before the bytes arrived
+    (uvloop reads within the same iteration, asyncio one iteration later), so nothing may
+    depend on how many requests of a client's fit between two hops of a background task."""
+    if name == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    return None
+
+
+def running_event_loop() -> str:
+    """The name, in EVENT_LOOPS, of the event loop running this coroutine's thread."""
+    return "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio"
 
 
 async def _run(config, started: float) -> int:
@@ -127,9 +154,9 @@ async def _run(config, started: float) -> int:
         await broker.shutdown()
         return 1
     listeners = ", ".join(f"{l.name}://{l.host}:{l.port}" for l in broker.listeners)
-    log.info("[KafkaServer id=%d] started in %d ms: listening on %s, log dirs %s, cluster id %s",
+    log.info("[KafkaServer id=%d] started in %d ms: listening on %s, log dirs %s, cluster id %s, event loop %s",
              broker.broker_id, (time.monotonic() - started) * 1000, listeners,
-             ",".join(str(d) for d in broker.log_dirs), broker.cluster_id)
+             ",".join(str(d) for d in broker.log_dirs), broker.cluster_id, running_event_loop())
     # What startup built (modules, schemas, loaded logs) lives as long as the process: moved out
     # of the collector's generations, it is no longer traversed by every full collection (which
     # otherwise walks ~60k objects and evicts a request's working set from the caches).

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from logbroker.cli.run_broker import BadArgument, parse_log_levels, parse_overrides
+from logbroker.cli.run_broker import EVENT_LOOP_ENV, EVENT_LOOPS, BadArgument, parse_log_levels, parse_overrides
 from logbroker.cli.run_broker import serve as run_serve
 
 
@@ -24,7 +24,12 @@ from logbroker.cli.run_broker import serve as run_serve
 @click.option("--log-level", "log_levels", multiple=True, metavar="[LOGGER=]LEVEL",
               help="INFO (the default), DEBUG, WARN, …; or LOGGER=LEVEL for one component, e.g. "
                    "kafka.request.logger=DEBUG. Repeatable.")
-def serve(config_file: Path | None, overrides: tuple[str, ...], log_levels: tuple[str, ...]) -> None:
+@click.option("--event-loop", type=click.Choice(EVENT_LOOPS), default="uvloop", show_default=True,
+              envvar=EVENT_LOOP_ENV, show_envvar=True,
+              help="The event loop the broker runs on: uvloop (libuv's, less CPU per request) or asyncio "
+                   "(the standard library's: to rule uvloop out when chasing a bug).")
+def serve(config_file: Path | None, overrides: tuple[str, ...], log_levels: tuple[str, ...],
+          event_loop: str) -> None:
     """Start a broker. With no arguments: 127.0.0.1:9092, data in ./logbroker-data."""
     started = time.monotonic()
     try:
@@ -32,4 +37,4 @@ def serve(config_file: Path | None, overrides: tuple[str, ...], log_levels: tupl
         props = parse_overrides(overrides)
     except BadArgument as exc:
         raise click.BadParameter(str(exc), param_hint=exc.option) from None
-    sys.exit(run_serve(config_file, props, levels, started))
+    sys.exit(run_serve(config_file, props, levels, started, event_loop))
