@@ -428,10 +428,11 @@ class KafkaServer:
     async def listen(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT) -> int:
         """Start a listener on every address of `host` (all interfaces when empty); returns the
         bound port (useful with port 0)."""
-        try:  # an address literal or all interfaces: no DNS, so no worker thread at start
-            infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+        try:  # an address literal or all interfaces: no DNS, so no worker thread at start; as
+            # bytes, the host skips the idna codec (~0.3 MiB imported for a str host)
+            infos = socket.getaddrinfo(host.encode("ascii") if host else None, port, type=socket.SOCK_STREAM,
                                        flags=socket.AI_PASSIVE | socket.AI_NUMERICHOST)
-        except socket.gaierror:  # a host name: resolved off the event loop
+        except (UnicodeEncodeError, socket.gaierror):  # a host name: resolved off the event loop
             infos = await asyncio.get_running_loop().getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
                                                                  flags=socket.AI_PASSIVE)
         bound = port
