@@ -23,8 +23,6 @@ from typing import Any
 
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
-from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.serial import entity_reader, entity_writer
 
 from logbroker.errors import KafkaError
@@ -125,7 +123,13 @@ class KafkaConnection:
             await self._authenticate(security)
 
     async def _authenticate(self, security: ClientSecurity) -> None:
-        """SaslHandshake v1, then SaslAuthenticate v2 until the mechanism is done."""
+        """SaslHandshake v1, then SaslAuthenticate v2 until the mechanism is done.
+
+        Their schemas are imported here and in `_sasl_token`, when a connection first
+        authenticates: a broker whose inter-broker listener has no SASL never needs them, and
+        every broker imports this module (issue 16: start time)."""
+        from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
         mechanism = security.sasl_mechanism
         handshake = await self._round_trip(SaslHandshakeRequest(mechanism=mechanism))
         if handshake.error_code != ErrorCode.none:
@@ -146,6 +150,8 @@ class KafkaConnection:
                                           f"failed: {exc}") from None
 
     async def _sasl_token(self, token: bytes) -> bytes:
+        from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+
         response = await self._round_trip(SaslAuthenticateRequest(auth_bytes=token))
         if response.error_code != ErrorCode.none:
             raise SaslAuthenticationError(

@@ -28,7 +28,7 @@ def test_a_newline_from_a_client_cannot_forge_a_log_line():
     import io
     import logging
 
-    from logbroker.cli.serve import OneLineFormatter
+    from logbroker.cli.run_broker import OneLineFormatter
 
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from logbroker.clock import SystemClock
-from logbroker.coordinator.group_coordinator import GroupCoordinator
+from logbroker.coordinator.group_coordinator import CONSUMER_GROUP_RECORDS, SHARE_GROUP_RECORDS, GroupCoordinator
 from logbroker.coordinator.group_loader import CoordinatedPartitions
 from logbroker.coordinator.offsets_schema import OFFSETS_TOPIC, OffsetAndMetadata
 from logbroker.errors import CoordinatorLoadInProgressError, NotCoordinatorError
@@ -62,6 +62,11 @@ def test_stale_epochs_are_ignored():
     assert not partitions.resign(0, epoch=4)
     assert not partitions.elect(0, epoch=4)
     assert partitions.owned == {0}
+
+
+@pytest.mark.parametrize("lazy", [CONSUMER_GROUP_RECORDS, SHARE_GROUP_RECORDS], ids=["consumer", "share"])
+def test_a_lazily_imported_group_type_takes_the_key_versions_the_loader_dispatches_on(lazy):
+    assert lazy.records_class().KEY_VERSIONS == lazy.KEY_VERSIONS
 
 
 def test_stopped_replica_resigns_whatever_its_epoch():

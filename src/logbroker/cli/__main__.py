@@ -1,3 +1,3 @@
-from logbroker.cli.main import main
+from logbroker.cli.entry import main
 
 main()

@@ -13,8 +13,8 @@ Committed offsets belong to the group whatever its type (OffsetCommit and Offset
 same for all; only who may commit differs, which each type decides in `validate_offset_commit`).
 The listing, describing, deleting and offset paths of the coordinator and the offset manager
 speak to a group only through this interface, so a new type plugs in with: a subclass of `Group`;
-a `GroupTypeManager` for its requests and timers, in the coordinator's `managers`; and a
-`GroupRecords` that replays its records at load (coordinator/group_loader.py).
+a `GroupTypeManager` for its requests and timers, returned by the coordinator's `manager(type)`;
+and a `GroupRecords` that replays its records at load (coordinator/group_loader.py).
 """
 
 from __future__ import annotations

@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from logbroker.clock import Clock
 from logbroker.coordinator.internal_topics import ensure_internal_topic, require_coordinator
 from logbroker.coordinator.classic_group import ClassicGroupRecords
 from logbroker.coordinator.classic_group_manager import ClassicGroupManager
-from logbroker.coordinator.consumer_group import ConsumerGroupRecords
-from logbroker.coordinator.consumer_group_manager import ConsumerGroupManager, HeartbeatRequest
 from logbroker.coordinator.group import Group, GroupType, GroupTypeManager
-from logbroker.coordinator.group_loader import GroupLoader
+from logbroker.coordinator.group_loader import GroupLoader, LazyGroupRecords
 from logbroker.coordinator.offset_metadata_manager import OffsetMetadataManager
-from logbroker.coordinator.share_group import ShareGroupManager, ShareGroupRecords
 from logbroker.coordinator.offsets_log import COMMIT_TIMEOUT_MS, build_records, map_append_error
 from logbroker.coordinator.offsets_schema import (
     OFFSETS_TOPIC,
@@ -50,7 +48,20 @@ from logbroker.errors import (
 )
 from logbroker.types import TopicPartition
 
+if TYPE_CHECKING:
+    from logbroker.coordinator.consumer_group_manager import ConsumerGroupManager, HeartbeatRequest
+    from logbroker.coordinator.share_group import ShareGroupManager
+
 log = logging.getLogger("kafka.coordinator.group.GroupCoordinator")
+
+# KIP-848 consumer groups and KIP-932 share groups are loaded on first use — the first request
+# for one (`consumer`, `share`) or the first of their records met while loading
+# __consumer_offsets (these) — not at start: their modules build record codecs from Kafka's JSON
+# and bring RE2, ~30 ms and ~3 MiB that a broker with only classic groups never needs (issue 16).
+CONSUMER_GROUP_RECORDS = LazyGroupRecords(frozenset({3, 4, 5, 6, 7, 8, 16}), "logbroker.coordinator.consumer_group",
+                                          "ConsumerGroupRecords")
+SHARE_GROUP_RECORDS = LazyGroupRecords(frozenset(range(9, 16)), "logbroker.coordinator.share_group",
+                                       "ShareGroupRecords")
 
 
 class GroupCoordinator:
@@ -67,14 +78,41 @@ class GroupCoordinator:
         self.clock = clock
         self.groups: dict[str, Group] = {}
         self.loader = GroupLoader(install=self._install_groups, unload=self._unload_groups, clock=clock,
-                                  record_types=(ClassicGroupRecords, ConsumerGroupRecords, ShareGroupRecords))
+                                  record_types=(ClassicGroupRecords, CONSUMER_GROUP_RECORDS, SHARE_GROUP_RECORDS))
         self.classic = ClassicGroupManager(self)
-        self.consumer = ConsumerGroupManager(self)
-        self.share = ShareGroupManager(self)
-        self.managers: dict[GroupType, GroupTypeManager] = {GroupType.CLASSIC: self.classic,
-                                                             GroupType.CONSUMER: self.consumer,
-                                                             GroupType.SHARE: self.share}
+        self._consumer: ConsumerGroupManager | None = None
+        self._share: ShareGroupManager | None = None
+        # Called with (group id, member id) when a share group's member leaves or times out (the
+        # share-partition manager closes its share session later and frees its records).
+        self.share_member_listeners: list[Callable[[str, str], None]] = []
         self.offsets = OffsetMetadataManager(self)
+
+    @property
+    def consumer(self) -> ConsumerGroupManager:
+        """KIP-848 consumer groups' manager, made (its module imported) on first use."""
+        if self._consumer is None:
+            from logbroker.coordinator.consumer_group_manager import ConsumerGroupManager
+            self._consumer = ConsumerGroupManager(self)
+        return self._consumer
+
+    @property
+    def share(self) -> ShareGroupManager:
+        """KIP-932 share groups' manager, made (its module imported) on first use."""
+        if self._share is None:
+            from logbroker.coordinator.share_group import ShareGroupManager
+            self._share = ShareGroupManager(self)
+        return self._share
+
+    @property
+    def consumer_group_rebalances(self) -> int:
+        """Group epoch bumps of consumer groups (Kafka's consumer-group-rebalance count)."""
+        return self._consumer.rebalances if self._consumer is not None else 0
+
+    def manager(self, group_type: GroupType) -> GroupTypeManager:
+        """The manager of a type's requests and timers."""
+        if group_type is GroupType.CLASSIC:
+            return self.classic
+        return self.consumer if group_type is GroupType.CONSUMER else self.share
 
     # -- where groups live ----------------------------------------------------------------------
     @property
@@ -115,7 +153,7 @@ class GroupCoordinator:
         return self.clock.time_ms()
 
     def _manager(self, group: Group) -> GroupTypeManager:
-        return self.managers[group.group_type]
+        return self.manager(group.group_type)
 
     # -- classic groups -------------------------------------------------------------------------
     async def join_group(self, **kw) -> dict:

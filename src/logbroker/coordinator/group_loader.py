@@ -12,7 +12,9 @@ Replaying dispatches each record by its key's version, as Kafka's GroupCoordinat
 offset commits (key versions 0 and 1) are the same for every group type and handled here; each
 group type brings a `GroupRecords` that takes the key versions of its own records (classic: 2;
 Kafka 4's consumer groups: 3-8 and 16; share groups: 9-15) and makes its groups at the end. A key
-version no type takes (a newer Kafka's record type) is skipped with a warning.
+version no type takes (a newer Kafka's record type) is skipped with a warning. A type's
+`GroupRecords` is made when the load meets its first record, so a partition without consumer or
+share groups never imports their modules (`LazyGroupRecords`).
 
 Why the epoch: a load runs in a worker thread and may finish after this broker has lost the
 partition (and maybe won it back, with another broker's writes in between). A load started at
@@ -23,6 +25,7 @@ is discarded, and a newer election has started a load of its own.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import struct
 from collections.abc import Callable, Iterable, Sequence
@@ -101,6 +104,31 @@ class GroupRecords(Protocol):
     def groups(self, now_ms: int) -> Iterable[Group]: ...
 
 
+class LazyGroupRecords:
+    """A group type's `GroupRecords` class named by module and class, imported when a load first
+    meets one of its key versions (from the worker thread: Python's import lock makes that safe).
+
+    Why: KIP-848 and share groups' modules build their record codecs from Kafka's JSON at import
+    and bring RE2 (~30 ms and ~3 MiB, issue 16), which a broker whose `__consumer_offsets` holds
+    only classic groups and offsets never needs. `KEY_VERSIONS` is stated here so that loading
+    can dispatch without the import; the import checks it against the class's own."""
+
+    def __init__(self, key_versions: frozenset[int], module: str, name: str) -> None:
+        self.KEY_VERSIONS = key_versions  # noqa: N815 - GroupRecords' name
+        self._module = module
+        self._name = name
+
+    def records_class(self) -> Callable[[], GroupRecords]:
+        cls = getattr(importlib.import_module(self._module), self._name)
+        if cls.KEY_VERSIONS != self.KEY_VERSIONS:
+            raise AssertionError(f"{self._name} takes key versions {sorted(cls.KEY_VERSIONS)}, "
+                                 f"not {sorted(self.KEY_VERSIONS)}")
+        return cls
+
+    def __call__(self) -> GroupRecords:
+        return self.records_class()()
+
+
 class GroupLoader:
     """Runs on the event loop; only `load_groups` runs in a worker thread."""
 
@@ -176,10 +204,8 @@ def load_groups(log_: Log, end_offset: int, partition_index: int, now_ms: int,
     makes one for a commit from outside group management. Blocks on disk; touches no
     coordinator state, so it may run in a worker thread."""
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-    by_version: dict[int, GroupRecords] = {}
-    types = [make() for make in record_types]
-    for records in types:
-        by_version.update(dict.fromkeys(records.KEY_VERSIONS, records))
+    makers = {version: make for make in record_types for version in make.KEY_VERSIONS}
+    made: dict[Callable[[], GroupRecords], GroupRecords] = {}  # each type's, at its first record
     unknown_versions: set[int] = set()
     # Transactional offset commits, by producer id then group: applied at their COMMIT marker.
     pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
@@ -205,7 +231,10 @@ def load_groups(log_: Log, end_offset: int, partition_index: int, now_ms: int,
                     group_offsets.pop(tp, None)
                 else:
                     group_offsets[tp] = decode_offset_commit_value(value)
-            elif (records := by_version.get(version)) is not None:
+            elif (make := makers.get(version)) is not None:
+                records = made.get(make)
+                if records is None:
+                    records = made[make] = make()
                 records.replay(key_bytes, value)
             elif version not in unknown_versions:
                 unknown_versions.add(version)
@@ -214,8 +243,8 @@ def load_groups(log_: Log, end_offset: int, partition_index: int, now_ms: int,
         except (UnknownSchemaError, ValueError, IndexError, struct.error) as exc:
             log.warning("Skipping an unreadable record of %s-%d: %s", OFFSETS_TOPIC, partition_index, exc)
     groups: dict[str, Group] = {}
-    for records in types:
-        for group in records.groups(now_ms):
+    for make in record_types:  # in the order given: a later type's group of the same id wins
+        for group in made[make].groups(now_ms) if make in made else ():
             groups[group.group_id] = group
     open_txn_groups = {group_id for by_group in pending.values() for group_id in by_group}
     for group_id in set(offsets) | open_txn_groups:

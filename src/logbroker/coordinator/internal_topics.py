@@ -20,6 +20,10 @@ from logbroker.errors import (
     TopicAlreadyExistsError,
 )
 
+# Named here as well as used by coordinator/share_state_log.py: the broker follows its leadership
+# to start share groups (server/share_groups.py) without importing them.
+SHARE_STATE_TOPIC = "__share_group_state"
+
 
 def ensure_internal_topic(name: str, *, store, create_topic: Callable, live_brokers: Callable[[], int] | None,
                           num_partitions: int, replication_factor: int, replication_factor_key: str,

@@ -31,7 +31,7 @@ import struct
 import uuid
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 _INTS = {"int8": struct.Struct(">b"), "int16": struct.Struct(">h"), "int32": struct.Struct(">i"),
@@ -181,7 +181,9 @@ def _strip_comments(text: str) -> str:
 @cache
 def load_schema(name: str) -> MessageSchema:
     """`schemas/<name>.json`, as Kafka's message generator reads it."""
-    text = resources.files(__package__).joinpath("schemas", f"{name}.json").read_text(encoding="utf-8")
+    # A plain path rather than importlib.resources (~5 ms of imports on the first consumer or share
+    # group request): the package is always installed as files, never zipped.
+    text = (Path(__file__).parent / "schemas" / f"{name}.json").read_text(encoding="utf-8")
     spec = json.loads(_strip_comments(text))
     common = {c["name"]: c["fields"] for c in spec.get("commonStructs", ())}
     return MessageSchema(spec["name"], _versions(spec["validVersions"]), _versions(spec["flexibleVersions"]),

@@ -133,8 +133,8 @@ class ShareCoordinator:
 
     # -- following the leadership of __share_group_state --------------------------------------
     def load(self) -> None:
-        """Load every state partition led here now and follow later changes (blocks on disk)."""
-        self.replica_manager.leadership_listeners.append(self.on_leadership_change)
+        """Load every state partition led here now (blocks on disk). Later changes come to
+        `on_leadership_change`, which the broker calls (server/share_groups.py)."""
         for tp, partition in list(self.replica_manager.partitions.items()):
             if tp.topic == SHARE_STATE_TOPIC and partition.is_leader:
                 self._load(partition)

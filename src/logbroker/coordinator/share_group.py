@@ -176,9 +176,8 @@ class ShareGroupManager(ModernGroupManager):
     def __init__(self, coordinator) -> None:
         self.coordinator = coordinator
         self.config = coordinator.config
-        # Called with (group id, member id) when a member leaves or times out (the share-partition
-        # manager closes its share session later and frees its records).
-        self.member_listeners: list[Callable[[str, str], None]] = []
+        # The coordinator's: they outlive this manager's creation on first use (group_coordinator.py).
+        self.member_listeners: list[Callable[[str, str], None]] = coordinator.share_member_listeners
 
     def _partitions_of(self, topic: str) -> list[int] | None:
         info = self.coordinator.store.topic(topic)

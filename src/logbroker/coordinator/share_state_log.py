@@ -24,13 +24,13 @@ import struct
 import uuid
 from dataclasses import dataclass
 
+from logbroker.coordinator.internal_topics import SHARE_STATE_TOPIC  # noqa: F401 - its users import it from here
 from logbroker.coordinator.offsets_schema import java_string_hash
 from logbroker.coordinator.share_partition import StateBatch
 from logbroker.errors import CorruptMessageError
 from logbroker.metadata.model import topic_id_to_str
 from logbroker.protocol import wire
 
-SHARE_STATE_TOPIC = "__share_group_state"
 SNAPSHOT_KEY_VERSION = 0
 UPDATE_KEY_VERSION = 1
 

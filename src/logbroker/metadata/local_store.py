@@ -19,13 +19,16 @@ import json
 import os
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from logbroker.errors import KafkaStorageError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 from logbroker.metadata.acl_json import decode_acls, encode_acls, pattern_from_key, pattern_key
 from logbroker.security.acl import ResourcePattern
-from logbroker.security.scram import ScramCredential
 from logbroker.metadata.model import PartitionState, TopicInfo, topic_id_from_str, topic_id_to_str
 from logbroker.types import TopicPartition
+
+if TYPE_CHECKING:
+    from logbroker.security.scram import ScramCredential
 
 FILE_NAME = "logbroker-metadata.json"
 
@@ -98,6 +101,8 @@ class LocalMetadataStore:
         return self._states.get(tp)
 
     def set_partition_states(self, states: dict[TopicPartition, PartitionState]) -> None:
+        if not states:
+            return  # nothing changes (a broker without topics starting): no rewrite, no fsync
         before = {tp: self._states.get(tp) for tp in states}
         self._states.update(states)
         try:
@@ -122,12 +127,12 @@ class LocalMetadataStore:
     # -- SCRAM credentials ---------------------------------------------------------------------
     def scram_users(self) -> dict[str, dict[str, ScramCredential]]:
         """user → mechanism → credential."""
-        return {user: {m: ScramCredential.from_text(t) for m, t in mechanisms.items()}
+        return {user: {m: _credential(t) for m, t in mechanisms.items()}
                 for user, mechanisms in self._users.items()}
 
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         text = self._users.get(user, {}).get(mechanism)
-        return ScramCredential.from_text(text) if text else None
+        return _credential(text) if text else None
 
     def set_scram_credential(self, user: str, mechanism: str, credential: ScramCredential) -> None:
         self._users.setdefault(user, {})[mechanism] = credential.to_text()
@@ -249,3 +254,10 @@ class LocalMetadataStore:
 def _new_cluster_id() -> str:
     """A cluster id as Kafka makes them: 22 characters of URL-safe base64 of a random UUID."""
     return topic_id_to_str(uuid.uuid4())
+
+
+def _credential(text: str) -> ScramCredential:
+    """A stored SCRAM credential, parsed. The SCRAM module (hashlib, hmac, secrets) is imported
+    here, on first use — by a SASL listener or the `users` tool — not by every broker (issue 16)."""
+    from logbroker.security.scram import ScramCredential
+    return ScramCredential.from_text(text)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
 
-from logbroker.protocol import controlled_shutdown  # registers ControlledShutdown's classes in kio
+from logbroker.protocol import extra_apis  # names ControlledShutdown's classes in kio's index
 from logbroker.protocol.errors import UnknownApiKeyError
 
 
@@ -194,8 +194,8 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, 0),
     ApiSpec(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, 0),
     ApiSpec(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, 0),
-    ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, controlled_shutdown.MIN_VERSION, controlled_shutdown.MAX_VERSION,
-            controlled_shutdown.FLEXIBLE_FROM),  # inter-broker, ZooKeeper mode; not in kio (Kafka 4)
+    ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, *extra_apis.CONTROLLED_SHUTDOWN_VERSIONS,
+            extra_apis.CONTROLLED_SHUTDOWN_FLEXIBLE_FROM),  # inter-broker, ZooKeeper mode; not in kio (Kafka 4)
 )
 
 # ApiVersions' own flexible-from, which header parsing needs even for versions above our maximum.

@@ -10,18 +10,15 @@ ControlledShutdownRequest.json / ControlledShutdownResponse.json:
 v3 is flexible (request header v2, response header v1). v0 is left out: its request header has
 no client id (header v0), which only Kafka 0.8-era brokers send.
 
-Importing this module registers the classes in `kio.index` (which `protocol.apis` does), so that
-`load_request_schema(7, v)` and `load_response_schema(7, v)` — hence the codec, the dispatcher and
-the outbound client — find them like any other API's.
+protocol/extra_apis.py names these classes in `kio.index`; kio imports this module when it first
+resolves one of them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import field
-from types import MappingProxyType
 
-import kio.index
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
@@ -31,9 +28,8 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
 
-API_KEY = 7
-API_NAME = "controlled_shutdown"
-MIN_VERSION, MAX_VERSION, FLEXIBLE_FROM = 1, 3, 3
+from logbroker.protocol.extra_apis import CONTROLLED_SHUTDOWN_FLEXIBLE_FROM as FLEXIBLE_FROM
+from logbroker.protocol.extra_apis import CONTROLLED_SHUTDOWN_KEY as API_KEY
 
 
 def _entity(name: str, entity_type: EntityType, version: int, fields: list) -> type:
@@ -70,18 +66,5 @@ def _messages(version: int) -> tuple[type, type]:
 ControlledShutdownRequestV1, ControlledShutdownResponseV1 = _messages(1)
 ControlledShutdownRequestV2, ControlledShutdownResponseV2 = _messages(2)
 ControlledShutdownRequestV3, ControlledShutdownResponseV3 = _messages(3)
-
-
-def _register() -> None:
-    if API_KEY in kio.index.api_key_map:
-        return
-    kio.index.api_key_map = MappingProxyType({**kio.index.api_key_map, API_KEY: API_NAME})
-    versions = {v: MappingProxyType({
-        EntityType.request: f"{__name__}:ControlledShutdownRequestV{v}",
-        EntityType.response: f"{__name__}:ControlledShutdownResponseV{v}",
-    }) for v in range(MIN_VERSION, MAX_VERSION + 1)}
-    kio.index.schema_name_map = MappingProxyType({**kio.index.schema_name_map,
-                                                  API_NAME: MappingProxyType(versions)})
-
-
-_register()
+# A version of extra_apis.CONTROLLED_SHUTDOWN_VERSIONS without its two classes here would fail
+# only when a peer sends it: tests/protocol/test_apis.py loads every supported version's classes.

@@ -19,6 +19,7 @@ from pathlib import Path
 from logbroker.client import PLAINTEXT
 from logbroker.clock import Clock, SystemClock
 from logbroker.coordinator.group_coordinator import GroupCoordinator
+from logbroker.coordinator.internal_topics import SHARE_STATE_TOPIC
 from logbroker.coordinator.producer_ids import ProducerIdManager
 from logbroker.coordinator.transaction_coordinator import TransactionCoordinator
 from logbroker.coordinator.transaction_marker_channel import TransactionMarkerChannel
@@ -72,8 +73,7 @@ class Broker:
         self.controller: Controller | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
-        self.share_coordinator = self.share_groups = self.share_partition_manager = self.share_persister = None
-        self.share_group_offsets = None
+        self._share_groups = None  # server.share_groups.ShareGroups, once share groups are used
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.transaction_verifier: TransactionVerifier | None = None
         self.server: KafkaServer | None = None
@@ -174,7 +174,11 @@ class Broker:
         self.group_coordinator = GroupCoordinator(broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store, create_topic=self.create_topic, clock=self.clock,
                                                   live_brokers=(lambda: len(self.store.brokers())) if self.zk is not None else None)
         self.group_coordinator.load()
-        self._start_share_groups()
+        # Share groups start now if this broker leads a partition of their state topic, else on
+        # first use (server/share_groups.py).
+        self.replica_manager.leadership_listeners.append(self._follow_share_state)
+        if any(tp.topic == SHARE_STATE_TOPIC and p.is_leader for tp, p in self.replica_manager.partitions.items()):
+            self.share_groups()
         live_brokers = (lambda: len(self.store.brokers())) if self.zk is not None else None
         self.transaction_coordinator = TransactionCoordinator(
             broker_id=self.broker_id, config=self.config, replica_manager=self.replica_manager, store=self.store,
@@ -207,12 +211,42 @@ class Broker:
             await self._join_cluster()
         self._start_periodic_tasks()
 
-    def _start_share_groups(self) -> None:
-        """KIP-932: the share coordinator (state in __share_group_state), the share groups'
-        membership (beside the consumer groups, same coordinator partition), and the
-        share-partition manager serving ShareFetch/ShareAcknowledge on partition leaders."""
-        from logbroker.server.share_groups import start_share_groups
-        start_share_groups(self)
+    # -- KIP-932 share groups, started on first use (server/share_groups.py says why) ----------
+    def share_groups(self):  # -> server.share_groups.ShareGroups
+        """The share coordinator (state in __share_group_state), persister, share-partition
+        manager (ShareFetch/ShareAcknowledge on partition leaders) and share-group offsets;
+        started, and their modules imported, on the first call. Event loop only."""
+        if self._share_groups is None:
+            from logbroker.server.share_groups import start_share_groups
+            self._share_groups = start_share_groups(self)
+        return self._share_groups
+
+    @property
+    def share_coordinator(self):
+        return self.share_groups().coordinator
+
+    @property
+    def share_persister(self):
+        return self.share_groups().persister
+
+    @property
+    def share_partition_manager(self):
+        return self.share_groups().partition_manager
+
+    @property
+    def share_group_offsets(self):
+        return self.share_groups().offsets
+
+    def _follow_share_state(self, tp: TopicPartition, partition) -> None:
+        """ReplicaManager's leadership listener for __share_group_state: leading a partition of
+        it starts share groups (which loads every state partition led here, this one included);
+        once started, each change goes to the share coordinator."""
+        if tp.topic != SHARE_STATE_TOPIC:
+            return
+        if self._share_groups is not None:
+            self._share_groups.coordinator.on_leadership_change(tp, partition)
+        elif partition is not None and partition.is_leader:
+            self.share_groups()
 
     def _listener_security(self, name: str):
         from logbroker.server.listener_security import listener_security
@@ -244,10 +278,11 @@ class Broker:
         self.client_quotas = ClientQuotas.from_config(self.config, clock_ms=self.clock.monotonic_ms)
         if self.zk is None:
             self.quota_store = self.store
+            configs = self.store.read_all()  # in memory: no worker thread needed
         else:
             from logbroker.metadata.zk_quotas import ZkClientQuotaStore
             self.quota_store = ZkClientQuotaStore(self.zk.client)
-        configs = await asyncio.get_running_loop().run_in_executor(None, self.quota_store.read_all)
+            configs = await asyncio.get_running_loop().run_in_executor(None, self.quota_store.read_all)
         self.client_quotas.load(configs)
 
     async def _connect_zookeeper(self) -> None:
@@ -481,9 +516,9 @@ class Broker:
         if self.transaction_coordinator is not None:
             await self.transaction_coordinator.shutdown()
             await self.transaction_verifier.close()
-        if self.share_partition_manager is not None:
-            self.share_partition_manager.shutdown()
-            await self.share_persister.close()
+        if self._share_groups is not None:
+            self._share_groups.partition_manager.shutdown()
+            await self._share_groups.persister.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.log_manager is not None:

@@ -10,7 +10,6 @@ into its type or raises ConfigError naming the key and what it expects.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -453,6 +452,8 @@ def is_kafka_only(name: str) -> bool:
 
 def closest_known_key(name: str) -> str | None:
     """The known key a misspelt `name` most likely meant, or None."""
+    import difflib  # here: only a misspelt key needs it, not every broker's start
+
     matches = difflib.get_close_matches(name, _KNOWN_NAMES, n=1, cutoff=0.75)
     return matches[0] if matches else None
 

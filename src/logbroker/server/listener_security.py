@@ -3,13 +3,15 @@ into the ListenerSecurity its connections use — a TLS context for SSL and SASL
 authenticator factory for SASL_PLAINTEXT and SASL_SSL — from the ssl.* and sasl.* keys, each
 looked up per listener first (`listener.name.<listener>.<key>`); and the client side of the
 inter-broker listener, how this broker reaches the others (`inter_broker_security`).
+
+What only TLS or SASL needs (the TLS contexts, the SASL authenticator, the JAAS parser with its
+regular expression) is imported in their branches: a PLAINTEXT broker does not load it (issue 16).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from logbroker.security.jaas import JaasConfigError, parse_jaas, plain_users
 from logbroker.server.config import KafkaConfig
 from logbroker.server.config_defs import ConfigError
 from logbroker.server.network import PLAINTEXT, ListenerSecurity
@@ -28,6 +30,7 @@ def listener_security(config: KafkaConfig, name: str, *, scram_credential: Calla
         ssl_context = server_ssl_context(get, name)
     authenticator = None
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        from logbroker.security.jaas import JaasConfigError, plain_users
         from logbroker.server.authenticator import SUPPORTED_MECHANISMS, SaslServerAuthenticator, SaslSettings
         mechanisms = tuple(get("sasl.enabled.mechanisms"))
         if not mechanisms or any(m not in SUPPORTED_MECHANISMS for m in mechanisms):
@@ -75,6 +78,7 @@ def inter_broker_security(config: KafkaConfig):
             f"Invalid value {mechanism!r} for configuration sasl.mechanism.inter.broker.protocol: "
             f"the inter-broker listener {name} is {protocol}; set it to one of "
             f"{', '.join(SUPPORTED_MECHANISMS)}")
+    from logbroker.security.jaas import JaasConfigError, parse_jaas
     key = f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config"
     jaas = config.listener_jaas_config(name, mechanism)
     try:

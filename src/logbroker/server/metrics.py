@@ -71,6 +71,7 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from logbroker.coordinator.group import GroupType
 from logbroker.errors import KafkaError, MessageTooLargeError, UnknownTopicOrPartitionError
 from logbroker.protocol.apis import SUPPORTED_APIS, ApiKey
 
@@ -473,7 +474,7 @@ class BrokerCollector:
         prefix = "kafka_server_group_coordinator_metrics_"
         by_type = GaugeMetricFamily(prefix + "group_count", "Groups this broker coordinates, by protocol",
                                     labels=["protocol"])
-        by_state: dict[str, dict[str, int]] = {t.value: {} for t in coordinator.managers}
+        by_state: dict[str, dict[str, int]] = {t.value: {} for t in GroupType}
         for group in coordinator.owned_groups():
             states = by_state.setdefault(group.group_type.value, {})
             states[group.state_name.lower()] = states.get(group.state_name.lower(), 0) + 1
@@ -489,7 +490,7 @@ class BrokerCollector:
             yield family
         rebalances = CounterMetricFamily(prefix + "consumer_group_rebalance",
                                          "Group epoch bumps of consumer-protocol groups (consumer-group-rebalance-count)")
-        rebalances.add_metric([], coordinator.consumer.rebalances)
+        rebalances.add_metric([], coordinator.consumer_group_rebalances)
         yield rebalances
 
     def _transaction_coordinator(self) -> Iterable[Metric]:

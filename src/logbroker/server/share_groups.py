@@ -6,9 +6,17 @@
 - ShareGroupManager (coordinator/share_group.py, in the group coordinator): membership of the
   share groups whose `__consumer_offsets` partition this broker leads.
 - SharePartitionManager: ShareFetch / ShareAcknowledge on the partitions this broker leads.
+
+The broker starts these on first use (Broker.share_groups): the first share-group request, or
+leading a partition of `__share_group_state` (at start, or later when another broker created
+it) — whose state other brokers' share-partition leaders read. A broker never used by share
+groups does not import them (~25 ms of start and ~3 MiB, issue 16). Until then nothing is owed:
+no share session, no share-partition, and no state partition led here.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from logbroker.client import PLAINTEXT
 from logbroker.coordinator.share_coordinator import ShareCoordinator
@@ -17,22 +25,32 @@ from logbroker.coordinator.share_partition_manager import SharePartitionManager
 from logbroker.coordinator.share_persister import SharePersister
 from logbroker.server import group_configs
 
-def start_share_groups(broker) -> None:
+
+@dataclass(frozen=True, slots=True)
+class ShareGroups:
+    coordinator: ShareCoordinator
+    persister: SharePersister
+    partition_manager: SharePartitionManager
+    offsets: ShareGroupOffsets
+
+
+def start_share_groups(broker) -> ShareGroups:
+    """Make the parts and load every `__share_group_state` partition led here (blocks on disk:
+    the state topic is small and compacted). The broker forwards later leadership changes of
+    that topic to `coordinator.on_leadership_change`. Event loop only."""
     live_brokers = (lambda: len(broker.store.brokers())) if broker.zk is not None else None
-    broker.share_coordinator = ShareCoordinator(
+    coordinator = ShareCoordinator(
         config=broker.config, replica_manager=broker.replica_manager, store=broker.store,
         create_topic=broker.create_topic, clock=broker.clock, live_brokers=live_brokers)
-    broker.share_coordinator.load()
-    broker.share_persister = SharePersister(
-        broker_id=broker.broker_id, coordinator=broker.share_coordinator, endpoint=broker._broker_address,
+    coordinator.load()
+    persister = SharePersister(
+        broker_id=broker.broker_id, coordinator=coordinator, endpoint=broker._broker_address,
         security=broker.inter_broker_security or PLAINTEXT, request_timeout_ms=broker.config.request_timeout_ms)
-    manager = broker.share_partition_manager = SharePartitionManager(
-        config=broker.config, replica_manager=broker.replica_manager, persister=broker.share_persister,
+    manager = SharePartitionManager(
+        config=broker.config, replica_manager=broker.replica_manager, persister=persister,
         clock=broker.clock, topic_id_of=lambda topic: broker.store.topic(topic).topic_id,
         group_config=lambda group_id, key: group_configs.effective(broker, group_id, key))
     broker.replica_manager.leadership_listeners.append(manager.on_leadership_change)
-
-    broker.share_groups = broker.group_coordinator.share
-    broker.share_groups.member_listeners.append(manager.on_member_removed)
-    broker.share_group_offsets = ShareGroupOffsets(coordinator=broker.group_coordinator, manager=manager,
-                                                   store=broker.store)
+    broker.group_coordinator.share_member_listeners.append(manager.on_member_removed)
+    offsets = ShareGroupOffsets(coordinator=broker.group_coordinator, manager=manager, store=broker.store)
+    return ShareGroups(coordinator, persister, manager, offsets)

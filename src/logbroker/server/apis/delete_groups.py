@@ -7,7 +7,7 @@ A share group (KIP-932) loses its share-partitions' state in `__share_group_stat
 
 from __future__ import annotations
 
-from logbroker.coordinator.share_group import ShareGroup
+from logbroker.coordinator.group import GroupType
 from logbroker.errors import KafkaError
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import require_group
@@ -20,7 +20,8 @@ async def handle(broker, request) -> dict:
     for group_id in request.body.groups_names:
         try:
             require_group(broker, request, AclOperation.DELETE, group_id)
-            if isinstance(broker.group_coordinator.groups.get(group_id), ShareGroup):
+            group = broker.group_coordinator.groups.get(group_id)
+            if group is not None and group.group_type is GroupType.SHARE:
                 broker.group_coordinator.check_group(group_id)
                 await broker.share_group_offsets.delete_group(group_id)
             else:
