@@ -15,6 +15,60 @@ settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+# `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadfile
+# --no-loadscope-reorder`). A module is one unit of work, so its module-scoped brokers start once,
+# on one worker, and its tests keep their order. SHARED_UNITS binds modules that must not run
+# beside each other: the two whose tests each run Spark drivers in their own JVMs (CPU-bound for
+# minutes; side by side they starve each other past their timeouts). Units start longest first
+# (LONGEST_FIRST, measured with --durations), then the rest in collection order, so no long unit is
+# left to run alone at the end; a stale list costs only wall time.
+SHARED_UNITS = {
+    "tests/spark/test_exactly_once.py": "spark-drivers",
+    "tests/spark/test_cluster.py": "spark-drivers",
+}
+LONGEST_FIRST = (
+    "spark-drivers",
+    "tests/broker/test_client_quotas_throttling.py",
+    "tests/cluster/test_healing.py",
+    "tests/cluster/test_durability.py",
+    "tests/spark/test_batch_read.py",
+    "tests/spark/test_stream_read.py",
+    "tests/cluster/test_cluster_groups.py",
+    "tests/cluster/test_leader_election.py",
+    "tests/spark/test_pipeline.py",
+    "tests/cluster/test_replication.py",
+    "tests/broker/test_share_groups.py",
+    "tests/broker/test_transactions.py",
+    "tests/coordinator/test_consumer_protocol.py",
+    "tests/coordinator/test_group_consumers.py",
+)
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to under pytest-xdist: its module, or its SHARED_UNITS name."""
+    module = nodeid.split("::", 1)[0]
+    return SHARED_UNITS.get(module, module)
+
+
+# xdist's own `--dist loadgroup` marks do nothing under pytest 9.2 (it renames items through an
+# attribute pytest no longer reads), hence a scheduler of our own: loadfile with SHARED_UNITS.
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkUnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return WorkUnitScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the scheduler takes units in this order
+        rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(work_unit(item.nodeid), len(rank)))
 
 @pytest.fixture
 def broker_process(logbroker_process):

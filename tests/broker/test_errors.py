@@ -144,12 +144,18 @@ def test_flipped_byte_is_corrupt_message_and_appends_nothing(shared_broker, topi
             b"value-%d" % i for i in range(5)]
 
 
-@pytest.mark.parametrize(("name", "batch"), [
-    ("two batches in one partition", build_batch([(b"a", b"1")]) + build_batch([(b"b", b"2")])),
-    ("control batch from a client", build_batch([(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00")],
-                                                control=True, producer_id=1, producer_epoch=0)),
-    ("producer id without a sequence", build_batch([(b"k", b"v")], producer_id=5, producer_epoch=0)),
-])
+# The batches embed the current time: each test's id is its name alone, so every collection (each
+# pytest-xdist worker's too) names the same tests.
+INVALID_BATCHES = {
+    "two batches in one partition": build_batch([(b"a", b"1")]) + build_batch([(b"b", b"2")]),
+    "control batch from a client": build_batch([(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00")],
+                                               control=True, producer_id=1, producer_epoch=0),
+    "producer id without a sequence": build_batch([(b"k", b"v")], producer_id=5, producer_epoch=0),
+}
+
+
+@pytest.mark.parametrize(("name", "batch"), [pytest.param(name, batch, id=name)
+                                             for name, batch in INVALID_BATCHES.items()])
 def test_invalid_batches_are_invalid_record(shared_broker, topic, name, batch):
     create_topic(shared_broker.bootstrap, topic)
     with RawClient(shared_broker.bootstrap) as client:

@@ -9,9 +9,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, config: dict | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+    for future in admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})]).values():
         future.result(30)
 
 

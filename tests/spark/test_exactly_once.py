@@ -19,6 +19,10 @@ from pathlib import Path
 import pytest
 from spark_kafka import consume_all, create_topic, new_topic_name, produce
 
+# Each test runs up to three driver processes (a Spark JVM each, half a minute apiece on a busy
+# machine); the suite's 120 s default is for one broker-bound test.
+pytestmark = pytest.mark.timeout(300)
+
 JOB = Path(__file__).with_name("stream_copy_job.py")
 RECORDS = 3000
 
@@ -112,7 +116,6 @@ def test_tasks_failing_in_a_udf_are_retried_and_write_once(bootstrap, tmp_path):
     assert output_values(bootstrap, sink) == values
 
 
-@pytest.mark.timeout(300)
 @pytest.mark.logbroker_cluster(brokers=3, **{"offsets.topic.replication.factor": "3"})
 def test_leader_killed_during_the_stream_output_has_every_record_once(logbroker_cluster,
                                                                        tmp_path):
