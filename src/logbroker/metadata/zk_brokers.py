@@ -39,13 +39,19 @@ class ZkBrokers(ZkSession):
         self._registration = (info, {"endpoints": endpoints,
                                      "security_protocol_map": security_protocol_map})
         with self._errors():
-            try:
-                self._client.create(path, data, ephemeral=True)
-            except NodeExistsError:
-                pass
-            # Like Kafka's checkedEphemeralCreate: after a connection loss the create may have
-            # happened in our own session; someone else's znode is a conflict.
-            _, stat = self._client.get(path)
+            while True:
+                try:
+                    self._client.create(path, data, ephemeral=True)
+                except NodeExistsError:
+                    pass
+                # Like Kafka's checkedEphemeralCreate: after a connection loss the create may have
+                # happened in our own session; someone else's znode is a conflict. A znode that
+                # vanished in between (its old session just expired) is created again.
+                try:
+                    _, stat = self._client.get(path)
+                    break
+                except NoNodeError:
+                    continue
             if stat.ephemeralOwner != self.session_id:
                 raise DuplicateBrokerRegistrationError(
                     f"Broker id {info.broker_id} is already registered by another ZooKeeper session "
