@@ -36,6 +36,8 @@ NOT_IMPORTED = (
     "kazoo",
     "starlette",
     "jinja2",
+    "shutil",  # and through it bz2 and lzma: only deleting a partition directory needs it
+    "tempfile",
 )
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import ssl
-import tempfile
 from collections.abc import Callable
 
 from logbroker.server.config_defs import ConfigError
@@ -90,6 +89,8 @@ def _load_keystore(context: ssl.SSLContext, get, listener: str) -> None:
              "ssl.keystore.location", listener)
     elif chain and key:
         # ssl can load a key only from a file: a private temporary file, removed at once.
+        import tempfile  # here: only PEM keys given inline need it, and it loads shutil, bz2, lzma
+
         with tempfile.NamedTemporaryFile("w", suffix=".pem") as pem:
             os.chmod(pem.name, 0o600)
             pem.write(f"{key.strip()}\n{chain.strip()}\n")

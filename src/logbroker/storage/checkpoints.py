@@ -63,6 +63,13 @@ def fsync_dir(directory: str | os.PathLike) -> None:
         os.close(fd)
 
 
+def remove_tree(directory: str | os.PathLike) -> None:
+    """Remove a directory and everything in it, ignoring what is gone already."""
+    import shutil  # here, not at start: shutil loads bz2 and lzma (~0.4 MiB) that only this needs
+
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 def fsync_file(path: str | os.PathLike) -> None:
     """fsync a file written without sync, then its directory; nothing if it is gone already
     (deleted meanwhile). Blocks on disk."""

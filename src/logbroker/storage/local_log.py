@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from pathlib import Path
 from logbroker.clock import Clock
 from logbroker.errors import KafkaStorageError
 from logbroker.records.record_batch import RecordBatch
-from logbroker.storage.checkpoints import fsync_dir
+from logbroker.storage.checkpoints import fsync_dir, remove_tree
 from logbroker.storage.log_config import LogConfig
 from logbroker.storage.log_loader import open_segment
 from logbroker.storage.log_segments import LogSegments
@@ -477,4 +476,4 @@ class LocalLog:
 
     def delete_dir(self) -> None:
         self.close_handles()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        remove_tree(self._dir)

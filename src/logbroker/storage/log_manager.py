@@ -37,7 +37,6 @@ import errno
 import fcntl
 import logging
 import os
-import shutil
 import sys
 import threading
 import time
@@ -58,6 +57,7 @@ from logbroker.storage.checkpoints import (
     delete_clean_shutdown_file,
     has_clean_shutdown_file,
     random_kafka_uuid,
+    remove_tree,
     uuid_to_kafka_str,
     write_clean_shutdown_file,
 )
@@ -170,7 +170,7 @@ class LogManager:
                 path = Path(entry.path)
                 if entry.name.endswith(DELETE_DIR_SUFFIX):
                     log.info("Removing %s, a partition deleted before the last shutdown", path)
-                    shutil.rmtree(path, ignore_errors=True)
+                    remove_tree(path)
                 elif entry.name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
                     log.warning("Skipping %s: future and stray replicas are not supported", path)
                 else:
