@@ -175,18 +175,14 @@ class Partition:
                                  is_from_client: bool = True) -> LogAppendInfo:
         """Append one producer batch (see Log.append_as_leader for how it is patched);
         `is_from_client=False` for the broker's own batches (transaction markers)."""
-        if self.leader_id != self.local_broker_id:
-            raise NotLeaderOrFollowerError(f"This broker is not the leader of {self.tp}")
+        self.require_leader()
         log_ = self.log
         if required_acks == -1 and len(self.isr) < log_.config.min_insync_replicas:
             raise NotEnoughReplicasError(
                 f"{self.tp}: the ISR has {len(self.isr)} replicas, fewer than "
                 f"min.insync.replicas={log_.config.min_insync_replicas}")
         info = log_.append_as_leader(records, leader_epoch=self.leader_epoch, is_from_client=is_from_client)
-        if self.remote_replicas or self.pending_isr is not None:
-            self.maybe_increment_high_watermark()
-        elif not info.duplicate:  # no other replica: the new log end is the high watermark
-            log_.update_high_watermark(info.last_offset + 1)
+        self.maybe_increment_high_watermark()
         return info
 
     def maybe_increment_high_watermark(self) -> bool:
@@ -194,10 +190,11 @@ class Partition:
         if not self.is_leader:
             return False
         new_hw = self.log.log_end_offset
-        for replica_id in self.maximal_isr:
-            state = self.remote_replicas.get(replica_id)
-            if state is not None:
-                new_hw = min(new_hw, state.log_end_offset)
+        if self.remote_replicas:  # alone (one node, RF 1): the log end is the high watermark
+            for replica_id in self.maximal_isr:
+                state = self.remote_replicas.get(replica_id)
+                if state is not None:
+                    new_hw = min(new_hw, state.log_end_offset)
         if new_hw > self.log.high_watermark:
             self.log.update_high_watermark(new_hw)
             return True

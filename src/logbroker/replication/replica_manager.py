@@ -183,10 +183,14 @@ class ReplicaManager:
             except Exception:  # noqa: BLE001 - a listener's bug must not undo the leadership change
                 log.exception("Leadership listener failed for %s", tp)
 
-    def leader_partition(self, tp: TopicPartition) -> Partition:
+    def hosted_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
         if partition is None:
             raise UnknownTopicOrPartitionError(f"This server does not host {tp}")
+        return partition
+
+    def leader_partition(self, tp: TopicPartition) -> Partition:
+        partition = self.hosted_partition(tp)
         partition.require_leader()
         return partition
 
@@ -215,13 +219,10 @@ class ReplicaManager:
         results: dict[TopicPartition, ProduceResult] = {}
         to_flush = []
         to_commit = set()
-        partitions = self.partitions
         now_ms = -1
         for tp, records in entries.items():
             try:
-                partition = partitions.get(tp)
-                if partition is None:
-                    raise UnknownTopicOrPartitionError(f"This server does not host {tp}")
+                partition = self.hosted_partition(tp)  # the leader check is the append's own
                 info = partition.append_records_to_leader(records, required_acks=required_acks,
                                                           is_from_client=is_from_client)
             except KafkaError as exc:

@@ -106,11 +106,7 @@ class Dispatcher:
         except Exception as exc:  # noqa: BLE001
             return self._failed(ctx, exc)
         ctx.handler_ns = perf_counter_ns() - start_ns
-        if type(result) is list:  # encoded by a hand-written encoder (Produce, Fetch): the hot path
-            quotas = self.broker.client_quotas
-            if ctx.quota_done or quotas is None or not quotas.enabled:
-                return result
-        elif asyncio.iscoroutine(result):
+        if type(result) is not list and asyncio.iscoroutine(result):  # a list: ready chunks
             return self._finish(ctx, result)
         try:
             return self._throttled(ctx, result)
@@ -128,7 +124,8 @@ class Dispatcher:
         any quota is configured and the handler did not count it) and carrying its throttle time."""
         quotas = self.broker.client_quotas
         if quotas is None or not quotas.enabled or ctx.quota_done or result is None or result is CLOSE:
-            return self.encode(ctx, result)
+            # Ready chunks (the hand-written encoders: Produce, Fetch) are the hot path: as they are.
+            return result if type(result) is list else self.encode(ctx, result)
         throttle_ms = throttle_request(self.broker, ctx)
         if throttle_ms and isinstance(result, dict):
             result = {**result, "throttle_time": throttle_ms}

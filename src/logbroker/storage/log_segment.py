@@ -262,10 +262,7 @@ class LogSegment:
             self.offset_index.ensure_room_for_entry()
             self.time_index.ensure_room_for_entry()
         self._log.append(records, head=head)
-        so_far = self._max_timestamp_and_offset_so_far
-        if so_far == _UNKNOWN:
-            so_far = self._read_max_timestamp_and_offset_so_far()
-        if largest_timestamp > so_far.timestamp:
+        if largest_timestamp > self._read_max_timestamp_and_offset_so_far().timestamp:
             self._max_timestamp_and_offset_so_far = TimestampOffset(largest_timestamp,
                                                                     offset_of_max_timestamp)
         if self._bytes_since_last_index_entry > self.index_interval_bytes:

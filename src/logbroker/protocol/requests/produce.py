@@ -29,6 +29,7 @@ from logbroker.protocol.wire import read_uvarint, skip_tagged_fields
 _I16 = struct.Struct(">h").unpack_from
 _I32 = struct.Struct(">i").unpack_from
 _ACKS_TIMEOUT = struct.Struct(">hi").unpack_from
+_INDEX_SIZE = struct.Struct(">ii").unpack_from
 _PARTITION_MIN_BYTES = {False: 8, True: 6}  # index + the shortest records + (flexible) tags
 _TOPIC_MIN_BYTES = {False: 6, True: 3}
 
@@ -102,8 +103,6 @@ def _legacy(frame: memoryview, pos: int, end: int) -> ProduceRequest:
     _check_end(pos, end)
     return ProduceRequest(transactional_id, acks, timeout_ms, tuple(topics))
 
-
-_INDEX_SIZE = struct.Struct(">ii").unpack_from
 
 
 def _flexible(frame: memoryview, pos: int, end: int) -> ProduceRequest:
