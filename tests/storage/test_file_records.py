@@ -7,7 +7,8 @@ import pytest
 
 from logbroker.errors import CorruptRecordError
 from logbroker.records.batch import read_header
-from logbroker.storage.file_records import FileRecords
+from logbroker.storage.file_records import WRITEBACK_BYTES, FileRecords
+from logbroker.storage.writeback import PAGE_SIZE
 from logbroker.storage.values import FileRegion, TimestampAndOffset, TimestampOffset
 
 from batches import BASE_TIMESTAMP as T0
@@ -156,6 +157,47 @@ def test_truncate_to(records):
     with pytest.raises(ValueError):
         records.truncate_to(len(batches[0]) + 1)
     assert records.truncate_to(0) == len(batches[0]) and records.size_in_bytes == 0
+
+
+def test_writeback_starts_every_writeback_bytes_at_whole_pages_and_changes_no_byte(records):
+    big = make_batch(0, 1, value_size=1 << 20)
+    written = []
+    while records.size_in_bytes + len(big) < WRITEBACK_BYTES:
+        records.append(big)
+        written.append(big)
+    assert not records.writeback_due()
+    records.append(big)
+    written.append(big)
+    assert records.writeback_due()
+    records.start_writeback()
+    assert not records.writeback_due()  # from the last whole page on, the count starts again
+    assert records.size_in_bytes - PAGE_SIZE < records.size_in_bytes // PAGE_SIZE * PAGE_SIZE <= records.size_in_bytes
+    records.start_writeback()  # nothing new: a no-op
+    assert records.path.read_bytes() == b"".join(written)
+    assert [h.base_offset for _, h in records.batches()] == [0] * len(written)
+
+
+def test_writeback_after_truncation_starts_again_from_the_new_end(records):
+    big = make_batch(0, 1, value_size=1 << 20)
+    while not records.writeback_due():
+        records.append(big)
+    records.start_writeback()
+    records.truncate_to(len(big))
+    while not records.writeback_due():  # due again after WRITEBACK_BYTES past the cut, not the old end
+        records.append(big)
+    assert records.size_in_bytes - len(big) < len(big) // PAGE_SIZE * PAGE_SIZE + WRITEBACK_BYTES <= records.size_in_bytes
+    records.start_writeback()
+    assert not records.writeback_due()
+
+
+def test_writeback_of_a_closed_file_raises_oserror_or_valueerror(tmp_path):
+    fr = FileRecords.open(tmp_path / "00000000000000000000.log")
+    big = make_batch(0, 1, value_size=1 << 20)
+    while not fr.writeback_due():
+        fr.append(big)
+    fr.close_handlers()
+    with pytest.raises((OSError, ValueError)):
+        fr.start_writeback()
 
 
 def test_preallocated_file_starts_empty_and_is_trimmed_on_close(tmp_path):

@@ -19,9 +19,11 @@ from logbroker.records.batch import (
 from logbroker.records.compression import decompress
 from logbroker.records.record import decode_records
 from logbroker.storage.values import FileRegion, TimestampAndOffset, TimestampOffset
+from logbroker.storage.writeback import PAGE_SIZE, start_writeback
 
 INT32_MAX = (1 << 31) - 1
 _READ_CHUNK = 64 * 1024
+WRITEBACK_BYTES = 8 << 20  # start the disk writes of a growing file every this many bytes
 
 
 class FileRecords:
@@ -36,6 +38,10 @@ class FileRecords:
     `preallocate` a new file is first extended to `init_file_size` (sparse, as Kafka's
     RandomAccessFile.setLength) and the logical size tracked here; `close` trims it back.
 
+    `start_writeback` (a worker thread, every WRITEBACK_BYTES appended: `writeback_due`) has the
+    kernel start writing what was appended so far, so that the fsync after a roll has little left
+    (writeback.py); it moves nothing that durability depends on.
+
     After a crash the file may end in a torn batch, or in zeros past the last write of a
     preallocated file: readers here stop at the first incomplete batch, and LogSegment.recover
     validates every batch and truncates the file at the first invalid one.
@@ -49,6 +55,7 @@ class FileRecords:
         self._path = path
         self._fd = fd
         self._size = size
+        self._writeback_from = size & ~(PAGE_SIZE - 1)  # writeback started below this (page) position
         self.writable = writable
 
     @classmethod
@@ -122,6 +129,19 @@ class FileRecords:
         self._size += total
         return total
 
+    def writeback_due(self) -> bool:
+        """Whether WRITEBACK_BYTES were appended since the last `start_writeback`. Cheap."""
+        return self._size - self._writeback_from >= WRITEBACK_BYTES
+
+    def start_writeback(self) -> None:
+        """Start the disk writes of the whole pages appended since the last call, without waiting
+        for them (writeback.py). Blocks only while the kernel queues them: run it in a worker
+        thread, beside appends. Raises OSError (e.g. the file closed meanwhile)."""
+        start, end = self._writeback_from, self._size & ~(PAGE_SIZE - 1)
+        if end > start:
+            self._writeback_from = end
+            start_writeback(self.fd, start, end - start)
+
     def truncate_to(self, target_size: int) -> int:
         """Cut the file to `target_size` bytes; return how many bytes were removed."""
         original = self._size
@@ -131,6 +151,7 @@ class FileRecords:
         if target_size < os.fstat(self.fd).st_size:
             os.ftruncate(self.fd, target_size)
         self._size = target_size
+        self._writeback_from = min(self._writeback_from, target_size & ~(PAGE_SIZE - 1))
         return original - target_size
 
     def trim(self) -> None:
