@@ -75,15 +75,18 @@ class LogFlush:
 
     def start_writeback(self) -> None:
         """Have the kernel start writing the active segment's new pages to disk, without
-        waiting (writeback.py): the fsync after the next roll then has little left to write.
-        Not a flush: the recovery point stays. Worker thread; a segment closed or rolled
+        waiting, and keep its blocks allocated ahead of the appends (writeback.py): the fsync
+        after the next roll then has little left to write. Not a flush: the recovery point stays. Worker thread; a segment closed or rolled
         meanwhile is simply skipped."""
         with self._lock:
             if self.closed:
                 return
             records = self._local.active_segment.log
         try:
-            records.start_writeback()
+            records.start_writeback(self.config.segment_bytes)
+            with self._lock:
+                if not self.closed and records is not self._local.active_segment.log:
+                    records.trim()  # rolled meanwhile: give back what was allocated past its end
         except (OSError, ValueError) as e:  # closed under us (deleted, truncated away): harmless
             log.debug("Writeback of %s not started: %s", records.path, e)
 
