@@ -181,14 +181,21 @@ def test_writeback_starts_every_writeback_bytes_at_whole_pages_and_changes_no_by
     assert [h.base_offset for _, h in records.batches()] == [0] * len(written)
 
 
-def test_blocks_allocated_ahead_leave_the_size_alone_and_trim_gives_them_back(tmp_path):
-    path = tmp_path / "00000000000000000000.log"
-    fr = FileRecords.open(path)
+def _with_blocks_ahead(tmp_path) -> tuple[FileRecords, bytes]:
+    """A file of one batch whose writeback step allocated blocks past its end."""
+    fr = FileRecords.open(tmp_path / "00000000000000000000.log")
     data = make_batch(0, 2)
     fr.append(data)
     fr.start_writeback()
-    if _allocated_bytes(path) < ALLOCATE_AHEAD_BYTES:
+    if _allocated_bytes(fr.path) < ALLOCATE_AHEAD_BYTES:
+        fr.close()
         pytest.skip("this file system does not preallocate (fallocate KEEP_SIZE)")
+    return fr, data
+
+
+def test_blocks_allocated_ahead_leave_the_size_alone_and_trim_gives_them_back(tmp_path):
+    fr, data = _with_blocks_ahead(tmp_path)
+    path = fr.path
     assert os.path.getsize(path) == len(data) == fr.size_in_bytes  # the size is the data
     assert not fr.writeback_due()
     fr.trim()
@@ -200,13 +207,8 @@ def test_blocks_allocated_ahead_leave_the_size_alone_and_trim_gives_them_back(tm
 
 
 def test_blocks_allocated_ahead_before_a_crash_are_given_back_by_the_next_trim(tmp_path):
-    path = tmp_path / "00000000000000000000.log"
-    fr = FileRecords.open(path)
-    data = make_batch(0, 2)
-    fr.append(data)
-    fr.start_writeback()
-    if _allocated_bytes(path) < ALLOCATE_AHEAD_BYTES:
-        pytest.skip("this file system does not preallocate (fallocate KEEP_SIZE)")
+    fr, data = _with_blocks_ahead(tmp_path)
+    path = fr.path
     fr.close_handlers()  # as kill -9 leaves it
     reopened = FileRecords.open(path, file_already_exists=True)
     assert reopened.size_in_bytes == len(data)
