@@ -22,8 +22,9 @@ the machine does is shared between them):
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_roll_latency.py probe --src /work/main/src --src $PWD/src
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_roll_latency.py broker --repeat 3 --src A --src B
 
-A tree is `PATH[::KEY=VALUE,…]`; the KEY=VALUEs are broker config overrides (`broker`) or
-topic configs (`probe`), e.g. `$PWD/src::log.preallocate=true` / `$PWD/src::preallocate=true`. Every data directory is
+A tree is `PATH[::KEY=VALUE,…]`; the KEY=VALUEs are broker config overrides (`broker`; but
+`segment.bytes`, the topic's, e.g. 2000000000 for a window without a roll) or topic configs
+(`probe`), e.g. `$PWD/src::log.preallocate=true` / `$PWD/src::preallocate=true`. Every data directory is
 removed after its case (a 1 GiB case writes ~2.5 GB).
 """
 
@@ -163,6 +164,7 @@ def broker_case(tree: str, root: Path, acks: int, args, tag: str) -> dict:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     path, overrides = split_tree(tree)
+    segment_bytes = int(overrides.pop("segment.bytes", args.segment_bytes))  # a topic config
     os.environ["PYTHONPATH"] = path
     from logbroker.testing import BrokerProcess
 
@@ -172,7 +174,7 @@ def broker_case(tree: str, root: Path, acks: int, args, tag: str) -> dict:
         quiet = {"log_level": 0, "bootstrap.servers": broker.bootstrap}
         admin = AdminClient(quiet)
         topic = "lat"
-        config = {"segment.bytes": str(args.segment_bytes)}
+        config = {"segment.bytes": str(segment_bytes)}
         for f in admin.create_topics([NewTopic(topic, 1, 1, config=config)]).values():
             f.result(30)
         latencies: list[tuple[float, float]] = []
@@ -185,7 +187,7 @@ def broker_case(tree: str, root: Path, acks: int, args, tag: str) -> dict:
         rate = args.rate
         warmup = args.warmup
         # long enough for `rolls` segments to fill inside the measured window
-        seconds = args.seconds or (args.rolls * args.segment_bytes / (rate * RECORD_BYTES) + 1.0)
+        seconds = args.seconds or (args.rolls * args.segment_bytes / (rate * RECORD_BYTES) + 1.0)  # same for every tree
         if args.prefault:  # see common.prefault: this VM's free memory, made resident again
             prefault(root, int(rate * (warmup + seconds) * RECORD_BYTES))
         start = clock()
@@ -221,7 +223,8 @@ def broker_case(tree: str, root: Path, acks: int, args, tag: str) -> dict:
         for t, lat in latencies:
             b = int(t * 20)
             buckets[b] = max(buckets.get(b, 0.0), lat * 1000)
-        return {"tree": tree, "acks": acks, "rate": rate, "achieved": achieved, "seconds": seconds,
+        near, away = roll_split(latencies, sampler.rolls_at)
+        return {"tree": tree, "acks": acks, "rate": rate, "near_roll_max": near, "elsewhere_max": away, "achieved": achieved, "seconds": seconds,
                 "queue_full": queue_full, "segments": segments, **stats_ms(ms),
                 "rest_pct": rest_avg, "rest_max_pct": rest_max,
                 "worst": [(round(t, 2), round(lat * 1000, 1)) for t, lat in worst],
@@ -231,6 +234,18 @@ def broker_case(tree: str, root: Path, acks: int, args, tag: str) -> dict:
         shutil.rmtree(broker.base_dir, ignore_errors=True)
         os.sync()  # the removal's journal work and discards, done before the next case
         time.sleep(1.0)
+
+
+def roll_split(latencies: list[tuple[float, float]], rolls_at: list[float], after_s: float = 0.8) -> tuple[float, float]:
+    """The worst latency (ms) of the records answered within `after_s` after a roll, and of the
+    others."""
+    near = away = 0.0
+    for t, lat in latencies:
+        if any(r <= t <= r + after_s for r in rolls_at):
+            near = max(near, lat * 1000)
+        else:
+            away = max(away, lat * 1000)
+    return near, away
 
 
 class Sampler:
@@ -310,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rolls", type=int, default=1)
     parser.add_argument("--attempts", type=int, default=3, help="tries of a case disturbed by other processes")
     parser.add_argument("--seconds", type=float, default=0.0)
-    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--probe-mb-s", type=float, default=290.0)
     parser.add_argument("--probe-seconds", type=float, default=8.0)
     parser.add_argument("--root", default=None, help="where the data directories go (default: a temp dir under /tmp)")
@@ -383,10 +398,13 @@ def summary(results: list[dict], part: str) -> None:
     else:
         for key in dict.fromkeys((r["tree"], r["acks"]) for r in results):
             runs = [r for r in results if (r["tree"], r["acks"]) == key]
-            rows.append([key[0], "all" if key[1] == -1 else key[1], median([r["p99"] for r in runs]),
-                         " / ".join(f"{r['p99']:.2f}" for r in runs), " / ".join(f"{r['p999']:.1f}" for r in runs),
-                         " / ".join(f"{r['max']:.1f}" for r in runs), " / ".join(str(r["segments"]) for r in runs)])
-        print(table(["tree", "acks", "p99 ms (median)", "p99 each", "p99.9 each", "max each", "segments"], rows))
+            rows.append([key[0], "all" if key[1] == -1 else key[1], f"{median([r['p99'] for r in runs]):.1f}",
+                         " / ".join(f"{r['p99']:.1f}" for r in runs), " / ".join(f"{r['p999']:.1f}" for r in runs),
+                         " / ".join(f"{r['near_roll_max']:.0f}" for r in runs),
+                         " / ".join(f"{r['elsewhere_max']:.0f}" for r in runs),
+                         " / ".join(f"{r['rest_max_pct']:.0f}" for r in runs)])
+        print(table(["tree", "acks", "p99 ms (median)", "p99 each", "p99.9 each", "max ≤ 0.8 s after the roll",
+                     "max elsewhere", "others' CPU, max in 0.5 s (%)"], rows))
 
 
 if __name__ == "__main__":
