@@ -749,3 +749,26 @@ def test_writeback_of_the_active_segment_keeps_blocks_only_ahead_of_it(tmp_path,
         assert blocks[1] <= (20 << 20) + (1 << 20)  # never past segment.bytes
     log.close()
     assert os.stat(active.path).st_blocks * 512 < active.size_in_bytes + (1 << 20)
+
+
+def test_a_rolled_segment_gives_its_blocks_ahead_back_in_the_flush_after_the_roll(tmp_path, clock):
+    """A roll by segment.ms leaves a segment far from segment.bytes, with blocks allocated ahead
+    of it: the roll (on the event loop) keeps them, the flush that follows it (a worker thread)
+    gives them back — on a `discard` mount that truncate waits for the device."""
+    log = open_log(tmp_path, clock, **{"segment.ms": 60_000, "max.message.bytes": 2 << 20})
+    batch = make_batch(1, value_size=1 << 20)
+    for _ in range(9):  # past one writeback step: blocks allocated ahead
+        log.append_as_leader(bytearray(batch), leader_epoch=0)
+    assert log.writeback_due()
+    log.start_writeback()
+    old = log.segments[0].log
+    if os.stat(old.path).st_blocks * 512 < old.size_in_bytes + (8 << 20):
+        pytest.skip("this file system does not preallocate (fallocate KEEP_SIZE)")
+    clock.advance(61_000)
+    log.append_as_leader(make_batch(1, ts=NOW + 61_000), leader_epoch=0)  # rolls by time
+    assert len(log.segments) == 2 and os.path.getsize(old.path) == old.size_in_bytes
+    assert os.stat(old.path).st_blocks * 512 > old.size_in_bytes + (8 << 20)  # the roll kept them
+    log.flush_if_needed(clock.time_ms())
+    assert os.stat(old.path).st_blocks * 512 < old.size_in_bytes + (1 << 20)
+    assert [h.base_offset for _, h in old.batches()] == list(range(9))
+    log.close()

@@ -182,10 +182,20 @@ class FileRecords:
         self._writeback_from = min(self._writeback_from, target_size & ~(PAGE_SIZE - 1))
         return original - target_size
 
-    def trim(self) -> None:
-        """Drop the preallocated space past the logical end (the `preallocate` config's file
-        length, and the blocks `start_writeback` allocated ahead)."""
-        self.truncate_to(self._size)
+    def trim(self, *, blocks_ahead: bool = True) -> None:
+        """Drop the preallocated space past the logical end: the `preallocate` config's file
+        length, and (with `blocks_ahead`) the blocks `start_writeback` allocated ahead. The roll
+        leaves the latter to `release_blocks_ahead` in the flush that follows it: on a file system
+        mounted with `discard` the truncate that frees them waits for the device (7 ms seen), which
+        the event loop should not."""
+        if blocks_ahead or self._size < os.fstat(self.fd).st_size:
+            self.truncate_to(self._size)
+
+    def release_blocks_ahead(self) -> None:
+        """Give back the blocks allocated past the end (a rolled segment's, after its flush).
+        Blocks on disk: worker thread. A no-op when there are none."""
+        if (self._allocated_to or 0) > self._size and self._fd >= 0:
+            self.truncate_to(self._size)
 
     def flush(self) -> None:
         """fsync the file. Blocks on disk: run it off the event loop."""
