@@ -86,7 +86,7 @@ class FileRecords:
             os.close(fd)
             raise
         records = cls(path, fd, size, writable=writable)
-        if blocks > size + ALLOCATE_AHEAD_BYTES // 8:  # allocated past the end before a crash
+        if blocks > size + (256 << 10):  # allocated past the end before a crash (metadata is less)
             records._allocated_to = blocks
         return records
 
