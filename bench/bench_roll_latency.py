@@ -17,7 +17,12 @@ the machine does is shared between them):
    (acks=1 and acks=all, linger.ms=5, batch.size=65536, every 8th record timed from produce() to
    its delivery callback, as bench_broker.py's latency rows) at `--rate` records/s (default: half
    of bench_broker's quiet-machine max, 268,400/s) for long enough that at least `--rolls`
-   segments of `--segment-bytes` (default 1 GiB, the real default) fill inside the measured window.
+   segments of `--segment-bytes` (default 1 GiB, the real default) fill inside the measured window
+   (after `--warmup`, 2 s). Every 20 ms a sampler records Dirty/Writeback, the broker's, the
+   client's and the machine's idle CPU; a case in which other processes took more than 60% of a
+   core for 0.5 s is redone (`--attempts`). Each case is preceded by an untimed dd of its size
+   (common.prefault) and followed by removing its data, a sync and 1 s of rest. `--attach` runs a
+   command beside each case (perf, strace) with the broker's pid.
 
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_roll_latency.py probe --src /work/main/src --src $PWD/src
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_roll_latency.py broker --repeat 3 --src A --src B
@@ -25,7 +30,7 @@ the machine does is shared between them):
 A tree is `PATH[::KEY=VALUE,…]`; the KEY=VALUEs are broker config overrides (`broker`; but
 `segment.bytes`, the topic's, e.g. 2000000000 for a window without a roll) or topic configs
 (`probe`), e.g. `$PWD/src::log.preallocate=true` / `$PWD/src::preallocate=true`. Every data directory is
-removed after its case (a 1 GiB case writes ~2.5 GB).
+removed after its case (a 1 GiB case writes ~1.7 GB), also on SIGTERM.
 """
 
 from __future__ import annotations
