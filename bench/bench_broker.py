@@ -73,6 +73,7 @@ from bench_ceilings import (  # noqa: E402
     free_port,
     make_producer,
     measure_all,
+    paced_produce,
     produce_loop,
     rest,
     undisturbed,
@@ -347,33 +348,15 @@ class Bench:
         producer.produce(topic, value)
         producer.flush(30)
         tx0 = requests.read(producer)
-        produce, poll = producer.produce, producer.poll
         warmup, duration = self.sizes.latency_warmup_s, self.sizes.latency_s
         prefault(self.root, int(rate * (warmup + duration) * (size + RECORD_OVERHEAD)))
         machine = MachineCpu().__enter__()
         cpu0, client_cpu0 = proc_cpu_s(self.pid), cpu_seconds_self()
         start = clock()
         record_from, end = start + warmup, start + warmup + duration
-        sent = queue_full = 0
-        while True:
-            now = clock()
-            if now >= end:
-                break
-            due = int((now - start) * rate) - sent
-            record = now >= record_from
-            for i in range(sent, sent + due):
-                while True:
-                    try:
-                        if i % LATENCY_SAMPLE_EVERY:
-                            produce(topic, value)
-                        else:
-                            produce(topic, value, on_delivery=partial(delivered, clock(), record))
-                        break
-                    except BufferError:  # the broker is not keeping up: the rate is not sustained
-                        queue_full += 1
-                        poll(0.001)
-            sent += due
-            poll(0.0002)
+        sent, queue_full = paced_produce(producer, topic, value, rate=rate, start=start, end=end,
+                                         on_delivery_for=lambda t: partial(delivered, t, t >= record_from),
+                                         sample_every=LATENCY_SAMPLE_EVERY)
         producer.flush(30)
         machine.__exit__()
         wall = clock() - start

@@ -172,6 +172,35 @@ def produce_loop(producer, topic: str, value: bytes, count: int) -> tuple[float,
     return wall, cpu_seconds_self() - cpu0
 
 
+def paced_produce(producer, topic: str, value: bytes, *, rate: float, start: float, end: float,
+                  on_delivery_for, sample_every: int = 8) -> tuple[int, int]:
+    """Produce `value` at `rate` records/s from perf_counter time `start` to `end`, polling every
+    0.2 ms; every `sample_every`-th record carries the callback `on_delivery_for(sent_at)` returns
+    (sent_at: its perf_counter time at produce()). Does not flush. Returns (records sent, times
+    produce() found the client's queue full — the rate was not sustained)."""
+    clock = time.perf_counter
+    produce, poll = producer.produce, producer.poll
+    sent = queue_full = 0
+    while True:
+        now = clock()
+        if now >= end:
+            return sent, queue_full
+        due = int((now - start) * rate) - sent
+        for i in range(sent, sent + due):
+            while True:
+                try:
+                    if i % sample_every:
+                        produce(topic, value)
+                    else:
+                        produce(topic, value, on_delivery=on_delivery_for(clock()))
+                    break
+                except BufferError:  # the broker is not keeping up
+                    queue_full += 1
+                    poll(0.001)
+        sent += due
+        poll(0.0002)
+
+
 def consume_loop(bootstrap: str, partitions: list[tuple[str, int]], count: int, *, rounds: int = 1,
                  extra: dict | None = None) -> tuple[float, float, int]:
     """assign() the partitions at OFFSET_BEGINNING and consume until `count` records arrived;

@@ -22,6 +22,7 @@ from confluent_kafka import Producer, TopicCollection
 from confluent_kafka import TopicPartition as CkTopicPartition
 
 from logbroker.records.builder import build_batch
+from logbroker.storage.file_records import FileRecords
 
 from clients import (
     TIMEOUT_S,
@@ -164,9 +165,11 @@ def test_clean_shutdown_leaves_kafka_files_and_restart_keeps_every_record(broker
 
 
 class AckedStream:
-    """A producer thread sending b"%08d" % i until stopped, recording each acknowledged i -> offset."""
+    """A producer thread sending b"%08d" % i (padded to `value_size` bytes) until stopped,
+    recording each acknowledged i -> offset."""
 
-    def __init__(self, bootstrap: str, topic: str, acks: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, acks: int, value_size: int = 8) -> None:
+        self.padding = b"." * max(0, value_size - 8)
         self.acked: dict[int, int] = {}
         self.failed = 0
         self.sent = 0
@@ -188,7 +191,7 @@ class AckedStream:
         i = 0
         while not self._stop.is_set():
             try:
-                self._producer.produce(topic, value=b"%08d" % i, partition=0,
+                self._producer.produce(topic, value=b"%08d" % i + self.padding, partition=0,
                                        on_delivery=lambda err, msg, i=i: self._on_delivery(i, err, msg))
                 i += 1
                 self.sent = i
@@ -240,6 +243,51 @@ def test_kill_during_produce_keeps_every_acknowledged_record_once(broker_process
     assert more.offset() == end
     assert broker_process.stop() == 0
     assert check_segments_with_dump_log(broker_process.data_dir, topic, 0) == (0, end + 1)
+
+
+@pytest.mark.parametrize("acks", [1, -1])
+def test_kill_while_segments_larger_than_the_writeback_step_roll(broker_process, acks):
+    """Segments of 9 MiB: each has its writeback started (every 8 MiB, file_records.py) and is
+    rolled and fsynced in the background while the stream goes on; SIGKILL after the second roll.
+    Every acknowledged record is there once, offsets dense, and after a clean stop every file is
+    Kafka's: each .log exactly its batches, rolled ones within segment.bytes, indexes trimmed."""
+    topic = "restart-kill-big"
+    segment_bytes = 9 << 20
+    create_topic(broker_process.bootstrap, topic, config={"segment.bytes": str(segment_bytes)})
+    drop_admins()
+    stream = AckedStream(broker_process.bootstrap, topic, acks, value_size=1024)
+    deadline = time.monotonic() + 60
+    while len(segment_files(broker_process.data_dir, topic, 0)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert len(segment_files(broker_process.data_dir, topic, 0)) >= 3, f"{len(stream.acked)} acknowledged"
+
+    broker_process.kill()
+    stream.stop()
+    acked = dict(stream.acked)
+
+    broker_process.start()
+
+    with RawClient(broker_process.bootstrap) as client:
+        end = client.list_offset(topic, 0, -1).offset
+    assert end >= len(acked) > 18_000
+    got = consume_confluent(broker_process.bootstrap, topic, {0: 0}, end)
+    assert [r.offset for r in got] == list(range(end))
+    values = [int(r.value[:8]) for r in got]
+    assert values == sorted(set(values))
+    by_offset = {r.offset: int(r.value[:8]) for r in got}
+    lost = {i: o for i, o in acked.items() if by_offset.get(o) != i}
+    assert not lost, f"{len(lost)} acknowledged records missing or moved, e.g. {list(lost.items())[:5]}"
+    assert broker_process.stop() == 0
+    logs = segment_files(broker_process.data_dir, topic, 0)
+    sizes = [p.stat().st_size for p in logs]
+    assert all(size <= segment_bytes for size in sizes) and sum(sizes[:-1]) > 2 * (8 << 20)
+    for path, size in zip(logs, sizes):  # the file is its batches, nothing preallocated after them
+        records = FileRecords.open(path, file_already_exists=True, writable=False)
+        try:
+            assert sum(h.size_in_bytes for _, h in records.batches()) == size
+        finally:
+            records.close_handlers()
+    assert check_segments_with_dump_log(broker_process.data_dir, topic, 0) == (0, end)
 
 
 @pytest.mark.parametrize("how", ["stop", "kill"])

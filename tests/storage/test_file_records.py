@@ -7,7 +7,8 @@ import pytest
 
 from logbroker.errors import CorruptRecordError
 from logbroker.records.batch import read_header
-from logbroker.storage.file_records import FileRecords
+from logbroker.storage.file_records import ALLOCATE_AHEAD_BYTES, WRITEBACK_BYTES, FileRecords
+from logbroker.storage.writeback import PAGE_SIZE
 from logbroker.storage.values import FileRegion, TimestampAndOffset, TimestampOffset
 
 from batches import BASE_TIMESTAMP as T0
@@ -156,6 +157,88 @@ def test_truncate_to(records):
     with pytest.raises(ValueError):
         records.truncate_to(len(batches[0]) + 1)
     assert records.truncate_to(0) == len(batches[0]) and records.size_in_bytes == 0
+
+
+def _allocated_bytes(path) -> int:
+    return os.stat(path).st_blocks * 512
+
+
+def test_writeback_starts_every_writeback_bytes_at_whole_pages_and_changes_no_byte(records):
+    big = make_batch(0, 1, value_size=1 << 20)
+    written = []
+    while records.size_in_bytes + len(big) < WRITEBACK_BYTES:
+        records.append(big)
+        written.append(big)
+    assert not records.writeback_due()
+    records.append(big)
+    written.append(big)
+    assert records.writeback_due()
+    records.start_writeback()
+    assert not records.writeback_due()  # from the last whole page on, the count starts again
+    assert records.size_in_bytes - PAGE_SIZE < records.size_in_bytes // PAGE_SIZE * PAGE_SIZE <= records.size_in_bytes
+    records.start_writeback()  # nothing new: a no-op
+    assert records.path.read_bytes() == b"".join(written)
+    assert [h.base_offset for _, h in records.batches()] == [0] * len(written)
+
+
+def _with_blocks_ahead(tmp_path) -> tuple[FileRecords, bytes]:
+    """A file of one batch whose writeback step allocated blocks past its end."""
+    fr = FileRecords.open(tmp_path / "00000000000000000000.log")
+    data = make_batch(0, 2)
+    fr.append(data)
+    fr.start_writeback()
+    if _allocated_bytes(fr.path) < ALLOCATE_AHEAD_BYTES:
+        fr.close()
+        pytest.skip("this file system does not preallocate (fallocate KEEP_SIZE)")
+    return fr, data
+
+
+def test_blocks_allocated_ahead_leave_the_size_alone_and_trim_gives_them_back(tmp_path):
+    fr, data = _with_blocks_ahead(tmp_path)
+    path = fr.path
+    assert os.path.getsize(path) == len(data) == fr.size_in_bytes  # the size is the data
+    assert not fr.writeback_due()
+    fr.trim()
+    assert _allocated_bytes(path) < 64 * 1024 and path.read_bytes() == data
+    fr.start_writeback(max_size=len(data) + (1 << 20))  # allocates again, within the segment
+    assert len(data) + (1 << 20) <= _allocated_bytes(path) < ALLOCATE_AHEAD_BYTES
+    fr.close()  # trims too
+    assert _allocated_bytes(path) < 64 * 1024 and path.read_bytes() == data
+
+
+def test_blocks_allocated_ahead_before_a_crash_are_given_back_by_the_next_trim(tmp_path):
+    fr, data = _with_blocks_ahead(tmp_path)
+    path = fr.path
+    fr.close_handlers()  # as kill -9 leaves it
+    reopened = FileRecords.open(path, file_already_exists=True)
+    assert reopened.size_in_bytes == len(data)
+    assert [h.base_offset for _, h in reopened.batches()] == [0]  # nothing past the data to recover
+    reopened.trim()
+    assert _allocated_bytes(path) < 64 * 1024 and path.read_bytes() == data
+    reopened.close()
+
+
+def test_writeback_after_truncation_starts_again_from_the_new_end(records):
+    records.start_writeback()
+    big = make_batch(0, 1, value_size=1 << 20)
+    while not records.writeback_due():
+        records.append(big)
+    records.start_writeback()
+    records.truncate_to(len(big))
+    records.start_writeback()  # the truncation gave the blocks ahead back: allocate again
+    while not records.writeback_due():  # due again after WRITEBACK_BYTES past the cut, not the old end
+        records.append(big)
+    assert records.size_in_bytes - len(big) < len(big) // PAGE_SIZE * PAGE_SIZE + WRITEBACK_BYTES <= records.size_in_bytes
+    records.start_writeback()
+    assert not records.writeback_due()
+
+
+def test_writeback_of_a_closed_file_raises_oserror_or_valueerror(tmp_path):
+    fr = FileRecords.open(tmp_path / "00000000000000000000.log")
+    fr.append(make_batch(0, 1))
+    fr.close_handlers()
+    with pytest.raises((OSError, ValueError)):
+        fr.start_writeback()
 
 
 def test_preallocated_file_starts_empty_and_is_trimmed_on_close(tmp_path):

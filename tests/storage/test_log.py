@@ -726,3 +726,49 @@ def test_flush_in_a_worker_thread_beside_appends_rolls_and_retention(tmp_path, c
     log.flush()
     assert log.recovery_point == log.log_end_offset
     assert len(read_all(log)) == (log.log_end_offset - log.log_start_offset)
+
+
+def test_writeback_of_the_active_segment_keeps_blocks_only_ahead_of_it(tmp_path, clock):
+    """The writeback step (Log.writeback_due / start_writeback, which the broker runs in a worker
+    thread) allocates blocks ahead of the active segment only, within segment.bytes; a roll gives
+    the old segment's back, and every file's size stays its batches."""
+    log = open_log(tmp_path, clock, **{"segment.bytes": 20 << 20, "max.message.bytes": 2 << 20})
+    batch = make_batch(1, value_size=1 << 20)
+    due = 0
+    for _ in range(30):  # 30 MiB: one roll at 20 MiB
+        log.append_as_leader(bytearray(batch), leader_epoch=0)
+        if log.writeback_due():
+            due += 1
+            log.start_writeback()
+    assert due >= 2 and len(log.segments) == 2
+    old, active = (s.log for s in log.segments)
+    blocks = [os.stat(r.path).st_blocks * 512 for r in (old, active)]
+    assert [os.path.getsize(r.path) for r in (old, active)] == [old.size_in_bytes, active.size_in_bytes]
+    assert blocks[0] < old.size_in_bytes + (1 << 20)  # trimmed on roll
+    if blocks[1] > active.size_in_bytes + (1 << 20):  # preallocated (the file system can)
+        assert blocks[1] <= (20 << 20) + (1 << 20)  # never past segment.bytes
+    log.close()
+    assert os.stat(active.path).st_blocks * 512 < active.size_in_bytes + (1 << 20)
+
+
+def test_a_rolled_segment_gives_its_blocks_ahead_back_in_the_flush_after_the_roll(tmp_path, clock):
+    """A roll by segment.ms leaves a segment far from segment.bytes, with blocks allocated ahead
+    of it: the roll (on the event loop) keeps them, the flush that follows it (a worker thread)
+    gives them back — on a `discard` mount that truncate waits for the device."""
+    log = open_log(tmp_path, clock, **{"segment.ms": 60_000, "max.message.bytes": 2 << 20})
+    batch = make_batch(1, value_size=1 << 20)
+    for _ in range(9):  # past one writeback step: blocks allocated ahead
+        log.append_as_leader(bytearray(batch), leader_epoch=0)
+    assert log.writeback_due()
+    log.start_writeback()
+    old = log.segments[0].log
+    if os.stat(old.path).st_blocks * 512 < old.size_in_bytes + (8 << 20):
+        pytest.skip("this file system does not preallocate (fallocate KEEP_SIZE)")
+    clock.advance(61_000)
+    log.append_as_leader(make_batch(1, ts=NOW + 61_000), leader_epoch=0)  # rolls by time
+    assert len(log.segments) == 2 and os.path.getsize(old.path) == old.size_in_bytes
+    assert os.stat(old.path).st_blocks * 512 > old.size_in_bytes + (8 << 20)  # the roll kept them
+    log.flush_if_needed(clock.time_ms())
+    assert os.stat(old.path).st_blocks * 512 < old.size_in_bytes + (1 << 20)
+    assert [h.base_offset for _, h in old.batches()] == list(range(9))
+    log.close()

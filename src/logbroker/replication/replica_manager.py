@@ -242,7 +242,9 @@ class ReplicaManager:
                 if log_.flush_policy_due(now_ms):
                     to_flush.append(log_)  # flush.messages / flush.ms: before the answer
                 else:
-                    self._flush_in_background(log_, now_ms)  # a rolled segment
+                    self._in_background(log_, log_.flush_if_needed, now_ms)  # a rolled segment
+            elif log_.writeback_due():
+                self._in_background(log_, log_.start_writeback)  # so that the roll's fsync is short
             if log_.config.flush_before_ack:
                 self.group_commit.request(log_)
                 to_commit.add(tp)
@@ -305,13 +307,14 @@ class ReplicaManager:
         errors.update((tp, result.error) for tp, result in results.items())
         return {tp: errors[tp] for tp in partitions}
 
-    def _flush_in_background(self, log_, now_ms: int) -> None:
-        """fsync a rolled segment off the event loop without holding any produce answer for it,
-        as Kafka's scheduler does after a roll; one background flush per log at a time."""
+    def _in_background(self, log_, work, *args) -> None:
+        """Run `work(*args)` for `log_` in a worker thread without holding any produce answer for
+        it — the fsync of a rolled segment, as Kafka's scheduler does after a roll, or the start
+        of a segment's writeback; one such job per log at a time."""
         if log_ in self._background_flushes:
             return
         self._background_flushes.add(log_)
-        future = asyncio.get_running_loop().run_in_executor(None, log_.flush_if_needed, now_ms)
+        future = asyncio.get_running_loop().run_in_executor(None, work, *args)
         future.add_done_callback(lambda f: self._background_flushed(log_, f))
 
     def _background_flushed(self, log_, future) -> None:

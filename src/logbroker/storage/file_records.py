@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +20,12 @@ from logbroker.records.batch import (
 from logbroker.records.compression import decompress
 from logbroker.records.record import decode_records
 from logbroker.storage.values import FileRegion, TimestampAndOffset, TimestampOffset
+from logbroker.storage.writeback import PAGE_SIZE, allocate_ahead, start_writeback
 
 INT32_MAX = (1 << 31) - 1
 _READ_CHUNK = 64 * 1024
+WRITEBACK_BYTES = 8 << 20  # start the disk writes of a growing file every this many bytes
+ALLOCATE_AHEAD_BYTES = 24 << 20  # then keep blocks allocated up to this far past its end
 
 
 class FileRecords:
@@ -36,6 +40,13 @@ class FileRecords:
     `preallocate` a new file is first extended to `init_file_size` (sparse, as Kafka's
     RandomAccessFile.setLength) and the logical size tracked here; `close` trims it back.
 
+    `start_writeback` (a worker thread, every WRITEBACK_BYTES appended: `writeback_due`) has the
+    kernel start writing what was appended so far, so that the fsync after a roll has little left,
+    and keeps disk blocks allocated up to ALLOCATE_AHEAD_BYTES past the end (never past the
+    segment's `max_size`) without changing the file's size (writeback.py); `trim` gives those
+    back. A file that never grows by WRITEBACK_BYTES (a quiet partition) gets neither. It moves
+    nothing that durability depends on, and the size of the file stays the bytes appended.
+
     After a crash the file may end in a torn batch, or in zeros past the last write of a
     preallocated file: readers here stop at the first incomplete batch, and LogSegment.recover
     validates every batch and truncates the file at the first invalid one.
@@ -49,6 +60,9 @@ class FileRecords:
         self._path = path
         self._fd = fd
         self._size = size
+        self._writeback_from = size & ~(PAGE_SIZE - 1)  # writeback started below this (page) position
+        # Blocks allocated past the end up to here (0: none known); None: this file system cannot.
+        self._allocated_to: int | None = 0
         self.writable = writable
 
     @classmethod
@@ -67,10 +81,14 @@ class FileRecords:
                 size = 0
             else:
                 size = os.fstat(fd).st_size
+            blocks = os.fstat(fd).st_blocks * 512
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, fd, size, writable=writable)
+        records = cls(path, fd, size, writable=writable)
+        if blocks > size + (256 << 10):  # allocated past the end before a crash (metadata is less)
+            records._allocated_to = blocks
+        return records
 
     # --- properties ---------------------------------------------------------------------------
 
@@ -122,20 +140,62 @@ class FileRecords:
         self._size += total
         return total
 
+    def writeback_due(self) -> bool:
+        """Whether WRITEBACK_BYTES were appended since the last `start_writeback`. Cheap."""
+        return self._size - self._writeback_from >= WRITEBACK_BYTES
+
+    def start_writeback(self, max_size: int = INT32_MAX) -> None:
+        """Allocate blocks up to ALLOCATE_AHEAD_BYTES past the end (at most `max_size`, the
+        segment's) when fewer than two WRITEBACK_BYTES steps are left, then start the disk
+        writes of the whole pages appended since the last call without waiting for them
+        (writeback.py). Blocks only while the kernel allocates and queues: run it in a worker
+        thread, beside appends. Raises OSError (e.g. the file closed meanwhile); a full disk only
+        ends the allocating ahead for this file."""
+        size = self._size
+        allocated = self._allocated_to
+        target = min(size + ALLOCATE_AHEAD_BYTES, max_size)
+        if allocated is not None and allocated - size < 2 * WRITEBACK_BYTES and target > max(allocated, size):
+            start = max(allocated, size)
+            try:
+                done = allocate_ahead(self.fd, start, target - start)
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                done = False  # a full disk: the appends will say so; stop asking for this file
+            self._allocated_to = target if done else None
+        start, end = self._writeback_from, size & ~(PAGE_SIZE - 1)
+        if end > start:
+            self._writeback_from = end
+            start_writeback(self.fd, start, end - start)
+
     def truncate_to(self, target_size: int) -> int:
         """Cut the file to `target_size` bytes; return how many bytes were removed."""
         original = self._size
         if not 0 <= target_size <= original:
             raise ValueError(f"attempt to truncate log segment {self._path} to {target_size} bytes "
                              f"failed, size of this log segment is {original} bytes")
-        if target_size < os.fstat(self.fd).st_size:
-            os.ftruncate(self.fd, target_size)
+        if target_size < os.fstat(self.fd).st_size or (self._allocated_to or 0) > target_size:
+            os.ftruncate(self.fd, target_size)  # also gives back the blocks allocated past the end
+            if self._allocated_to is not None:
+                self._allocated_to = 0
         self._size = target_size
+        self._writeback_from = min(self._writeback_from, target_size & ~(PAGE_SIZE - 1))
         return original - target_size
 
-    def trim(self) -> None:
-        """Drop the preallocated space past the logical end."""
-        self.truncate_to(self._size)
+    def trim(self, *, blocks_ahead: bool = True) -> None:
+        """Drop the preallocated space past the logical end: the `preallocate` config's file
+        length, and (with `blocks_ahead`) the blocks `start_writeback` allocated ahead. The roll
+        leaves the latter to `release_blocks_ahead` in the flush that follows it: on a file system
+        mounted with `discard` the truncate that frees them waits for the device (7 ms seen), which
+        the event loop should not."""
+        if blocks_ahead or self._size < os.fstat(self.fd).st_size:
+            self.truncate_to(self._size)
+
+    def release_blocks_ahead(self) -> None:
+        """Give back the blocks allocated past the end (a rolled segment's, after its flush).
+        Blocks on disk: worker thread. A no-op when there are none."""
+        if (self._allocated_to or 0) > self._size and self._fd >= 0:
+            self.truncate_to(self._size)
 
     def flush(self) -> None:
         """fsync the file. Blocks on disk: run it off the event loop."""

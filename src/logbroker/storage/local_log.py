@@ -181,9 +181,10 @@ class LocalLog:
         meanwhile). A segment closed or deleted meanwhile has nothing left to flush and is
         skipped; one whose indexes a roll remapped under us (ValueError) is flushed again under
         the lock. Blocking: worker thread. Raises KafkaStorageError."""
+        active = self._segments.active
         for segment in pending.segments:
             try:
-                segment.flush()
+                segment.flush(rolled=segment is not active)
             except (OSError, ValueError) as e:
                 with lock:
                     if self._closed or not self._segments.contains(segment):

@@ -10,6 +10,10 @@ Invariants: `recovery_point <= log_end_offset`, and every byte below the recover
 disk; a truncation during a flush leaves the recovery point where it was (the flushed bytes may
 be gone). Once closed, the Log refuses appends, reads and flushes.
 
+Writeback (`writeback_due`, `start_writeback`): as the active segment grows, its pages are sent
+to the disk early, without waiting, so that a roll's fsync is short; what is durable and the
+recovery point do not change.
+
 Threads: the flush itself blocks on fsync and belongs in a worker thread; it runs its fsyncs
 outside the Log's lock (one flush at a time, under its own lock), so appends go on meanwhile.
 `needs_flush` and `flush_policy_due` are cheap and fine on the event loop. Closing and deleting
@@ -18,6 +22,7 @@ block on disk.
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
@@ -27,6 +32,8 @@ from logbroker.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, L
 from logbroker.storage.local_log import LocalLog
 from logbroker.storage.producer_snapshot import flush_snapshot
 from logbroker.storage.producer_state import ProducerStateManager
+
+log = logging.getLogger("kafka.log.UnifiedLog")
 
 
 class LogFlush:
@@ -60,6 +67,28 @@ class LogFlush:
         answering the produce; a rolled segment's flush (also in `needs_flush`) waits for no one."""
         with self._lock:
             return not self.closed and self._local.flush_policy_due(now_ms, self._log_end_offset)
+
+    def writeback_due(self) -> bool:
+        """Whether the active segment grew by WRITEBACK_BYTES since its writeback last started
+        (file_records.py). Cheap, no lock: call it after an append, on the event loop."""
+        return self._local.active_segment.log.writeback_due()
+
+    def start_writeback(self) -> None:
+        """Have the kernel start writing the active segment's new pages to disk, without
+        waiting, and keep its blocks allocated ahead of the appends (writeback.py): the fsync
+        after the next roll then has little left to write. Not a flush: the recovery point stays. Worker thread; a segment closed or rolled
+        meanwhile is simply skipped."""
+        with self._lock:
+            if self.closed:
+                return
+            records = self._local.active_segment.log
+        try:
+            records.start_writeback(self.config.segment_bytes)
+            with self._lock:
+                if not self.closed and records is not self._local.active_segment.log:
+                    records.trim()  # rolled meanwhile: give back what was allocated past its end
+        except (OSError, ValueError) as e:  # closed under us (deleted, truncated away): harmless
+            log.debug("Writeback of %s not started: %s", records.path, e)
 
     def flush_if_needed(self, now_ms: int) -> bool:
         """Flush what `needs_flush` says is due: up to the log end for flush.messages/flush.ms,

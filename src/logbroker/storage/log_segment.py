@@ -372,12 +372,13 @@ class LogSegment:
         return self.offset_index.is_full or self.time_index.is_full
 
     def on_become_inactive(self) -> None:
-        """On roll: the final time index entry, then trim both indexes and the .log."""
+        """On roll: the final time index entry, then trim both indexes and the .log (but for the
+        blocks allocated ahead of it, which `flush` gives back, off the event loop)."""
         so_far = self._read_max_timestamp_and_offset_so_far()
         self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
-        self._log.trim()
+        self._log.trim(blocks_ahead=False)  # those go in the flush that follows the roll
 
     def resize_indexes(self, size: int) -> None:
         """Give both indexes `size` bytes again (the active segment after a restart or recover)."""
@@ -495,9 +496,12 @@ class LogSegment:
 
     # --- file lifecycle ----------------------------------------------------------------------
 
-    def flush(self) -> None:
-        """fsync the .log and msync both indexes. Blocks on disk: run off the event loop."""
+    def flush(self, *, rolled: bool = False) -> None:
+        """fsync the .log and msync both indexes; for a `rolled` segment, then give back the
+        .log's blocks allocated ahead. Blocks on disk: run off the event loop."""
         self._log.flush()
+        if rolled:
+            self._log.release_blocks_ahead()
         if self._offset_index is not None:
             self._offset_index.flush()
         if self._time_index is not None:
