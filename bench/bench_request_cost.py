@@ -13,8 +13,13 @@ source tree, alternating, so a before/after comparison shares the machine's nois
 `--profile` adds a breakdown (where each request's CPU goes, by stage) from one more broker per
 case, run under cProfile with a CPU clock.
 
+`--librdkafka` adds issue 20's scenario as a user runs it (confluent-kafka, 1 KiB records, 6
+partitions, linger.ms=0, paced at `--rates`), and `--floor` the same load against a broker that
+answers those Produce requests from their header alone (CANNED_BROKER): the part of a request's
+CPU that is the event loop, the socket, framing and the response write rather than its own work.
+
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_request_cost.py [--quick] [--profile]
-        [--src /work/main/src --src $PWD/src]
+        [--src /work/main/src --src $PWD/src] [--librdkafka [--rates 1000,2500,8000] [--floor]]
 """
 
 from __future__ import annotations
@@ -175,6 +180,32 @@ signal.signal(signal.SIGUSR2, stop)
 runpy.run_module("logbroker.cli", run_name="__main__")
 """
 
+# The floor of the paced scenario: the same broker, but a Produce for PACED_TOPIC is answered from
+# its header and partition alone (decoded, encoded, nothing appended, no handler): what the event
+# loop, the socket, framing and the response write cost per request without the request's own work.
+CANNED_BROKER = """
+import runpy, sys
+sys.argv = ["logbroker"] + sys.argv[2:]
+from logbroker.protocol import codec
+from logbroker.protocol.responses.produce import ProducePartitionResult, encode_produce_response
+from logbroker.server import dispatch
+
+real = dispatch.Dispatcher.__call__
+
+def canned(self, frame, connection):
+    if frame[0] != 0 or frame[1] != 0:  # not a Produce
+        return real(self, frame, connection)
+    request = codec.decode_request(frame)
+    topics = request.body.topic_data
+    if topics[0].name != %r:
+        return real(self, frame, connection)
+    return [encode_produce_response(request.api_version, request.correlation_id, [
+        (t.name, [ProducePartitionResult(p.index, 0, 0, -1, 0) for p in t.partition_data]) for t in topics])]
+
+dispatch.Dispatcher.__call__ = canned
+runpy.run_module("logbroker.cli", run_name="__main__")
+""" % PACED_TOPIC
+
 STAGES = [
     ("read + frame", ("recv", "_read_ready", "data_received", "framing.py")),
     ("write", ("'send'", "sendfile", "writelines", "_write_now", "_write_loop", "_send", "_write_bytes",
@@ -262,17 +293,19 @@ def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: fl
             "broker_cpu_pct": 100 * cpu / wall}
 
 
-def start_broker(root: Path, src: str | None, profiled: Path | None = None) -> BrokerProcess:
+def start_broker(root: Path, src: str | None, profiled: Path | None = None, *,
+                 canned: bool = False) -> BrokerProcess:
     src, _, env = (src or "").partition("::")  # PATH::KEY=VALUE,… sets the broker's environment too
     if src:
         os.environ["PYTHONPATH"] = src
     saved = dict(os.environ)
     os.environ.update(item.split("=", 1) for item in env.split(",") if item)
     broker = BrokerProcess(root, overrides={"num.partitions": "1", "log.segment.bytes": str(1 << 30)})
-    if profiled is not None:
+    if profiled is not None or canned:
         command = broker.command()
         assert command[1:4] == ["-m", "logbroker.cli", "serve"], command
-        broker.command = lambda: [command[0], "-c", PROFILED_BROKER, str(profiled), *command[3:]]
+        script = CANNED_BROKER if canned else PROFILED_BROKER
+        broker.command = lambda: [command[0], "-c", script, str(profiled), *command[3:]]
     broker.start()
     os.environ.clear()
     os.environ.update(saved)
@@ -301,6 +334,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", default="", help="substring filter on case names")
     parser.add_argument("--librdkafka", action="store_true",
                         help="also issue 20's user scenario: confluent-kafka at 2,500 records/s, linger.ms=0")
+    parser.add_argument("--rates", default="2500",
+                        help="with --librdkafka: the paced rates, records/s, comma-separated (e.g. 1000,2500,8000)")
+    parser.add_argument("--floor", action="store_true",
+                        help="with --librdkafka: the same paced load against a broker that answers those Produce "
+                             "requests without appending (the event loop, socket and framing alone)")
     parser.add_argument("--keep", help="work in this directory and keep it (the profiles: profiled-N/stats)")
     args = parser.parse_args(argv)
     seconds = 1.0 if args.quick else 3.0
@@ -338,26 +376,36 @@ def main(argv: list[str] | None = None) -> int:
             headers += [f"broker µs/request{tag}", "each run", "requests/s"]
         say(table(headers, rows))
         if args.librdkafka:
+            rates = [int(r) for r in args.rates.split(",")]
+            paced_brokers = dict(brokers)
+            if args.floor:
+                paced_brokers["canned answer"] = start_broker(root / "canned", srcs[-1], canned=True)
             paced: dict = collections.defaultdict(list)
             for _ in range(args.repeat):
-                for acks in (1, -1):
-                    for src, broker in brokers.items():
-                        paced[(acks, src)].append(librdkafka_paced(broker, acks=acks, rate=2500, seconds=seconds + 1))
+                for rate in rates:
+                    for acks in (1, -1):
+                        for src, broker in paced_brokers.items():
+                            paced[(rate, acks, src)].append(
+                                librdkafka_paced(broker, acks=acks, rate=rate, seconds=seconds + 1))
             rows = []
-            for acks in (1, -1):
-                row = [f"confluent-kafka, 1 KiB at 2,500/s, 6 partitions, linger.ms=0, acks={'all' if acks < 0 else 1}"]
-                for src in srcs:
-                    runs = paced[(acks, src)]
-                    row += [f"{median([r['us_per_request'] for r in runs]):.0f}",
-                            " / ".join(f"{r['us_per_request']:.0f}" for r in runs),
-                            f"{median([r['records'] / max(1, r['requests']) for r in runs]):.2f}",
-                            f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%"]
-                rows.append(row)
+            for rate in rates:
+                for acks in (1, -1):
+                    row = [f"confluent-kafka, 1 KiB at {rate:,}/s, 6 partitions, linger.ms=0, "
+                           f"acks={'all' if acks < 0 else 1}"]
+                    for src in paced_brokers:
+                        runs = paced[(rate, acks, src)]
+                        row += [f"{median([r['us_per_request'] for r in runs]):.0f}",
+                                " / ".join(f"{r['us_per_request']:.0f}" for r in runs),
+                                f"{median([r['records'] / max(1, r['requests']) for r in runs]):.2f}",
+                                f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%"]
+                    rows.append(row)
             headers = ["load"]
-            for src in srcs:
+            for src in paced_brokers:
                 tag = f" ({src})" if src else ""
                 headers += [f"broker µs/request{tag}", "each run", "records/request", "broker CPU"]
             say(table(headers, rows))
+            if args.floor:
+                paced_brokers.pop("canned answer").stop()
         say(f"- load average after: {os.getloadavg()}")
         if args.profile:
             say("\n### Breakdown: µs of broker CPU per request by stage (cProfile, CPU clock; ping-pong)")
