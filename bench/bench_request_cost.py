@@ -14,12 +14,14 @@ source tree, alternating, so a before/after comparison shares the machine's nois
 case, run under cProfile with a CPU clock.
 
 `--librdkafka` adds issue 20's scenario as a user runs it (confluent-kafka, 1 KiB records, 6
-partitions, linger.ms=0, paced at `--rates`), and `--floor` the same load against a broker that
-answers those Produce requests from their header alone (CANNED_BROKER): the part of a request's
-CPU that is the event loop, the socket, framing and the response write rather than its own work.
+partitions, linger.ms=0, paced at `--rates`); `--consumer` the same at acks=1 with a consumer
+reading as the records come (long polls of 6 partitions); `--floor` the producer's load against a
+broker that answers those Produce requests from their header alone (CANNED_BROKER): the part of a
+request's CPU that is the event loop, the socket, framing and the response write rather than its
+own work.
 
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_request_cost.py [--quick] [--profile]
-        [--src /work/main/src --src $PWD/src] [--librdkafka [--rates 1000,2500,8000] [--floor]]
+        [--src /work/main/src --src $PWD/src] [--librdkafka [--rates 1000,2500,8000] [--consumer] [--floor]]
 """
 
 from __future__ import annotations
@@ -264,12 +266,44 @@ CASES = [
 LOADS = [("ping-pong: 4 connections × 1", 4, 1), ("pipelined: 2 connections × 16", 2, 16)]
 
 
-def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: float) -> dict:
+def paced_consumer(bootstrap: str, ready, start, stop, out) -> None:
+    """A confluent-kafka consumer at the end of the paced topic's 6 partitions, long-polling with
+    librdkafka's defaults (read_committed, fetch.wait.max.ms 500, fetch.min.bytes 1): puts the
+    requests it sent and the records it got between `start` and `stop` on `out`."""
+    from bench_ceilings import QUIET, RequestCounter
+    from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+
+    requests = RequestCounter()
+    consumer = Consumer({**QUIET, "bootstrap.servers": bootstrap, "group.id": "paced", "enable.auto.commit": False,
+                         **requests.config()})
+    consumer.assign([TopicPartition(PACED_TOPIC, p, OFFSET_END) for p in range(6)])
+    consumer.poll(0.5)
+    ready.set()
+    start.wait()
+    tx0, records = requests.read(consumer), 0
+    while not stop.is_set():
+        message = consumer.poll(0.1)
+        records += message is not None and message.error() is None
+    out.put((requests.read(consumer) - tx0, records))
+    consumer.close()
+
+
+def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: float,
+                     consumer: bool = False) -> dict:
     """Issue 20's scenario as a user runs it: confluent-kafka sending 1 KiB records at `rate` a
     second over 6 partitions with linger.ms=0 (each record in a request of its own, mostly).
-    Broker CPU per Produce request, the requests counted from librdkafka's statistics."""
+    Broker CPU per Produce request, the requests counted from librdkafka's statistics. With
+    `consumer`, a consumer reads them as they come (paced_consumer, another process) and the
+    CPU is per request of either client."""
     from bench_ceilings import RequestCounter, make_producer
 
+    if consumer:
+        context = multiprocessing.get_context("spawn")
+        ready, start, stop, out = context.Event(), context.Event(), context.Event(), context.Queue()
+        reader = context.Process(target=paced_consumer, args=(broker.bootstrap, ready, start, stop, out))
+        reader.start()
+        if not ready.wait(60):
+            raise RuntimeError("the paced consumer did not start")
     requests = RequestCounter()
     producer, errors = make_producer({"bootstrap.servers": broker.bootstrap, "acks": acks, "linger.ms": 0,
                                       **requests.config()})
@@ -278,19 +312,26 @@ def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: fl
     producer.flush(30)
     count = int(rate * seconds)
     tx0 = requests.read(producer)
-    cpu0, start = proc_cpu_s(broker.process.pid), time.perf_counter()
+    if consumer:
+        start.set()
+    cpu0, started = proc_cpu_s(broker.process.pid), time.perf_counter()
     for i in range(count):
         producer.produce(PACED_TOPIC, value, partition=i % 6)
         producer.poll(0)
-        while time.perf_counter() < start + (i + 1) / rate:
+        while time.perf_counter() < started + (i + 1) / rate:
             time.sleep(0.0002)
     producer.flush(30)
-    cpu, wall = proc_cpu_s(broker.process.pid) - cpu0, time.perf_counter() - start
+    cpu, wall = proc_cpu_s(broker.process.pid) - cpu0, time.perf_counter() - started
     n = requests.read(producer) - tx0
+    fetches = consumed = 0
+    if consumer:
+        stop.set()
+        fetches, consumed = out.get(timeout=60)
+        reader.join(60)
     if errors:
         raise RuntimeError(f"{len(errors)} failed deliveries, first: {errors[0]}")
-    return {"requests": n, "records": count, "us_per_request": cpu / max(1, n) * 1e6,
-            "broker_cpu_pct": 100 * cpu / wall}
+    return {"requests": n + fetches, "records": count, "us_per_request": cpu / max(1, n + fetches) * 1e6,
+            "broker_cpu_pct": 100 * cpu / wall, "fetches": fetches, "consumed": consumed}
 
 
 def start_broker(root: Path, src: str | None, profiled: Path | None = None, *,
@@ -336,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also issue 20's user scenario: confluent-kafka at 2,500 records/s, linger.ms=0")
     parser.add_argument("--rates", default="2500",
                         help="with --librdkafka: the paced rates, records/s, comma-separated (e.g. 1000,2500,8000)")
+    parser.add_argument("--consumer", action="store_true",
+                        help="with --librdkafka: also each rate at acks=1 with a consumer reading the records as they "
+                             "come (µs per request of either client)")
     parser.add_argument("--floor", action="store_true",
                         help="with --librdkafka: the same paced load against a broker that answers those Produce "
                              "requests without appending (the event loop, socket and framing alone)")
@@ -380,29 +424,36 @@ def main(argv: list[str] | None = None) -> int:
             paced_brokers = dict(brokers)
             if args.floor:
                 paced_brokers["canned answer"] = start_broker(root / "canned", srcs[-1], canned=True)
+            loads = [(acks, False) for acks in (1, -1)] + ([(1, True)] if args.consumer else [])
             paced: dict = collections.defaultdict(list)
             for _ in range(args.repeat):
                 for rate in rates:
-                    for acks in (1, -1):
+                    for acks, with_consumer in loads:
                         for src, broker in paced_brokers.items():
-                            paced[(rate, acks, src)].append(
-                                librdkafka_paced(broker, acks=acks, rate=rate, seconds=seconds + 1))
+                            if with_consumer and src == "canned answer":
+                                continue  # it answers Produce only
+                            paced[(rate, acks, with_consumer, src)].append(librdkafka_paced(
+                                broker, acks=acks, rate=rate, seconds=seconds + 1, consumer=with_consumer))
             rows = []
             for rate in rates:
-                for acks in (1, -1):
+                for acks, with_consumer in loads:
                     row = [f"confluent-kafka, 1 KiB at {rate:,}/s, 6 partitions, linger.ms=0, "
-                           f"acks={'all' if acks < 0 else 1}"]
+                           f"acks={'all' if acks < 0 else 1}" + (", and a consumer" if with_consumer else "")]
                     for src in paced_brokers:
-                        runs = paced[(rate, acks, src)]
+                        runs = paced[(rate, acks, with_consumer, src)]
+                        if not runs:
+                            row += ["", "", "", "", ""]
+                            continue
                         row += [f"{median([r['us_per_request'] for r in runs]):.0f}",
                                 " / ".join(f"{r['us_per_request']:.0f}" for r in runs),
-                                f"{median([r['records'] / max(1, r['requests']) for r in runs]):.2f}",
+                                f"{median([r['records'] / max(1, r['requests'] - r['fetches']) for r in runs]):.2f}",
+                                f"{median([r['fetches'] for r in runs]) / (seconds + 1):,.0f}" if with_consumer else "",
                                 f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%"]
                     rows.append(row)
             headers = ["load"]
             for src in paced_brokers:
                 tag = f" ({src})" if src else ""
-                headers += [f"broker µs/request{tag}", "each run", "records/request", "broker CPU"]
+                headers += [f"broker µs/request{tag}", "each run", "records/produce", "fetches/s", "broker CPU"]
             say(table(headers, rows))
             if args.floor:
                 paced_brokers.pop("canned answer").stop()
