@@ -28,9 +28,10 @@ CLEANED_FILE_SUFFIX = ".cleaned"
 SWAP_FILE_SUFFIX = ".swap"
 
 _UNKNOWN = TimestampOffset(NO_TIMESTAMP, -1)
-# How many of the last batches appended a segment finds by their first offset without the index:
-# a consumer or follower at the end fetches from the first offset of one of them.
-RECENT_BATCHES = 16
+# How many of the last batches appended a segment finds by their first offset without the index
+# (between 1 and this many): a consumer or follower at the end fetches from the first offset of
+# one of them.
+RECENT_BATCHES = 32
 
 
 def filename_prefix_from_offset(offset: int) -> str:
@@ -97,7 +98,7 @@ class LogSegment:
     Indexes of a segment opened with `file_already_exists` are mapped on first use, as Kafka's
     LazyIndex, so that opening a log with many segments does not map them all.
 
-    The active segment also remembers where its last RECENT_BATCHES batches lie, by first offset
+    The active segment also remembers where its last few batches lie (RECENT_BATCHES), by first offset
     (`_recent_batches`): readers at the end of the log (consumers, followers) fetch from exactly
     those offsets, and find them without the index lookup and the scan of batch headers after
     it. Forgotten on truncation, recovery and roll.
@@ -275,9 +276,9 @@ class LogSegment:
         self._log.append(records, head=head)
         if first_offset is not None:
             recent = self._recent_batches
+            if len(recent) >= RECENT_BATCHES:  # forget them all at once: cheaper than one by one
+                recent.clear()
             recent[first_offset] = (physical_position, size)
-            if len(recent) > RECENT_BATCHES:
-                del recent[next(iter(recent))]
         if largest_timestamp > self._read_max_timestamp_and_offset_so_far().timestamp:
             self._max_timestamp_and_offset_so_far = TimestampOffset(largest_timestamp,
                                                                     offset_of_max_timestamp)
