@@ -13,8 +13,15 @@ source tree, alternating, so a before/after comparison shares the machine's nois
 `--profile` adds a breakdown (where each request's CPU goes, by stage) from one more broker per
 case, run under cProfile with a CPU clock.
 
+`--librdkafka` adds issue 20's scenario as a user runs it (confluent-kafka, 1 KiB records, 6
+partitions, linger.ms=0, paced at `--rates`); `--consumer` the same at acks=1 with a consumer
+reading as the records come (long polls of 6 partitions); `--floor` the producer's load against a
+broker that answers those Produce requests from their header alone (CANNED_BROKER): the part of a
+request's CPU that is the event loop, the socket, framing and the response write rather than its
+own work.
+
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_request_cost.py [--quick] [--profile]
-        [--src /work/main/src --src $PWD/src]
+        [--src /work/main/src --src $PWD/src] [--librdkafka [--rates 1000,2500,8000] [--consumer] [--floor]]
 """
 
 from __future__ import annotations
@@ -175,6 +182,32 @@ signal.signal(signal.SIGUSR2, stop)
 runpy.run_module("logbroker.cli", run_name="__main__")
 """
 
+# The floor of the paced scenario: the same broker, but a Produce for PACED_TOPIC is answered from
+# its header and partition alone (decoded, encoded, nothing appended, no handler): what the event
+# loop, the socket, framing and the response write cost per request without the request's own work.
+CANNED_BROKER = """
+import runpy, sys
+sys.argv = ["logbroker"] + sys.argv[2:]
+from logbroker.protocol import codec
+from logbroker.protocol.responses.produce import ProducePartitionResult, encode_produce_response
+from logbroker.server import dispatch
+
+real = dispatch.Dispatcher.__call__
+
+def canned(self, frame, connection):
+    if frame[0] != 0 or frame[1] != 0:  # not a Produce
+        return real(self, frame, connection)
+    request = codec.decode_request(frame)
+    topics = request.body.topic_data
+    if topics[0].name != %r:
+        return real(self, frame, connection)
+    return [encode_produce_response(request.api_version, request.correlation_id, [
+        (t.name, [ProducePartitionResult(p.index, 0, 0, -1, 0) for p in t.partition_data]) for t in topics])]
+
+dispatch.Dispatcher.__call__ = canned
+runpy.run_module("logbroker.cli", run_name="__main__")
+""" % PACED_TOPIC
+
 STAGES = [
     ("read + frame", ("recv", "_read_ready", "data_received", "framing.py")),
     ("write", ("'send'", "sendfile", "writelines", "_write_now", "_write_loop", "_send", "_write_bytes",
@@ -233,12 +266,44 @@ CASES = [
 LOADS = [("ping-pong: 4 connections × 1", 4, 1), ("pipelined: 2 connections × 16", 2, 16)]
 
 
-def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: float) -> dict:
+def paced_consumer(bootstrap: str, ready, start, stop, out) -> None:
+    """A confluent-kafka consumer at the end of the paced topic's 6 partitions, long-polling with
+    librdkafka's defaults (read_committed, fetch.wait.max.ms 500, fetch.min.bytes 1): puts the
+    requests it sent and the records it got between `start` and `stop` on `out`."""
+    from bench_ceilings import QUIET, RequestCounter
+    from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+
+    requests = RequestCounter()
+    consumer = Consumer({**QUIET, "bootstrap.servers": bootstrap, "group.id": "paced", "enable.auto.commit": False,
+                         **requests.config()})
+    consumer.assign([TopicPartition(PACED_TOPIC, p, OFFSET_END) for p in range(6)])
+    consumer.poll(0.5)
+    ready.set()
+    start.wait()
+    tx0, records = requests.read(consumer), 0
+    while not stop.is_set():
+        message = consumer.poll(0.1)
+        records += message is not None and message.error() is None
+    out.put((requests.read(consumer) - tx0, records))
+    consumer.close()
+
+
+def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: float,
+                     consumer: bool = False) -> dict:
     """Issue 20's scenario as a user runs it: confluent-kafka sending 1 KiB records at `rate` a
     second over 6 partitions with linger.ms=0 (each record in a request of its own, mostly).
-    Broker CPU per Produce request, the requests counted from librdkafka's statistics."""
+    Broker CPU per Produce request, the requests counted from librdkafka's statistics. With
+    `consumer`, a consumer reads them as they come (paced_consumer, another process) and the
+    CPU is per request of either client."""
     from bench_ceilings import RequestCounter, make_producer
 
+    if consumer:
+        context = multiprocessing.get_context("spawn")
+        ready, start, stop, out = context.Event(), context.Event(), context.Event(), context.Queue()
+        reader = context.Process(target=paced_consumer, args=(broker.bootstrap, ready, start, stop, out))
+        reader.start()
+        if not ready.wait(60):
+            raise RuntimeError("the paced consumer did not start")
     requests = RequestCounter()
     producer, errors = make_producer({"bootstrap.servers": broker.bootstrap, "acks": acks, "linger.ms": 0,
                                       **requests.config()})
@@ -247,32 +312,41 @@ def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: fl
     producer.flush(30)
     count = int(rate * seconds)
     tx0 = requests.read(producer)
-    cpu0, start = proc_cpu_s(broker.process.pid), time.perf_counter()
+    if consumer:
+        start.set()
+    cpu0, started = proc_cpu_s(broker.process.pid), time.perf_counter()
     for i in range(count):
         producer.produce(PACED_TOPIC, value, partition=i % 6)
         producer.poll(0)
-        while time.perf_counter() < start + (i + 1) / rate:
+        while time.perf_counter() < started + (i + 1) / rate:
             time.sleep(0.0002)
     producer.flush(30)
-    cpu, wall = proc_cpu_s(broker.process.pid) - cpu0, time.perf_counter() - start
+    cpu, wall = proc_cpu_s(broker.process.pid) - cpu0, time.perf_counter() - started
     n = requests.read(producer) - tx0
+    fetches = consumed = 0
+    if consumer:
+        stop.set()
+        fetches, consumed = out.get(timeout=60)
+        reader.join(60)
     if errors:
         raise RuntimeError(f"{len(errors)} failed deliveries, first: {errors[0]}")
-    return {"requests": n, "records": count, "us_per_request": cpu / max(1, n) * 1e6,
-            "broker_cpu_pct": 100 * cpu / wall}
+    return {"requests": n + fetches, "records": count, "us_per_request": cpu / max(1, n + fetches) * 1e6,
+            "broker_cpu_pct": 100 * cpu / wall, "fetches": fetches, "consumed": consumed}
 
 
-def start_broker(root: Path, src: str | None, profiled: Path | None = None) -> BrokerProcess:
+def start_broker(root: Path, src: str | None, profiled: Path | None = None, *,
+                 canned: bool = False) -> BrokerProcess:
     src, _, env = (src or "").partition("::")  # PATH::KEY=VALUE,… sets the broker's environment too
     if src:
         os.environ["PYTHONPATH"] = src
     saved = dict(os.environ)
     os.environ.update(item.split("=", 1) for item in env.split(",") if item)
     broker = BrokerProcess(root, overrides={"num.partitions": "1", "log.segment.bytes": str(1 << 30)})
-    if profiled is not None:
+    if profiled is not None or canned:
         command = broker.command()
         assert command[1:4] == ["-m", "logbroker.cli", "serve"], command
-        broker.command = lambda: [command[0], "-c", PROFILED_BROKER, str(profiled), *command[3:]]
+        script = CANNED_BROKER if canned else PROFILED_BROKER
+        broker.command = lambda: [command[0], "-c", script, str(profiled), *command[3:]]
     broker.start()
     os.environ.clear()
     os.environ.update(saved)
@@ -301,6 +375,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", default="", help="substring filter on case names")
     parser.add_argument("--librdkafka", action="store_true",
                         help="also issue 20's user scenario: confluent-kafka at 2,500 records/s, linger.ms=0")
+    parser.add_argument("--rates", default="2500",
+                        help="with --librdkafka: the paced rates, records/s, comma-separated (e.g. 1000,2500,8000)")
+    parser.add_argument("--consumer", action="store_true",
+                        help="with --librdkafka: also each rate at acks=1 with a consumer reading the records as they "
+                             "come (µs per request of either client)")
+    parser.add_argument("--floor", action="store_true",
+                        help="with --librdkafka: the same paced load against a broker that answers those Produce "
+                             "requests without appending (the event loop, socket and framing alone)")
     parser.add_argument("--keep", help="work in this directory and keep it (the profiles: profiled-N/stats)")
     args = parser.parse_args(argv)
     seconds = 1.0 if args.quick else 3.0
@@ -338,26 +420,43 @@ def main(argv: list[str] | None = None) -> int:
             headers += [f"broker µs/request{tag}", "each run", "requests/s"]
         say(table(headers, rows))
         if args.librdkafka:
+            rates = [int(r) for r in args.rates.split(",")]
+            paced_brokers = dict(brokers)
+            if args.floor:
+                paced_brokers["canned answer"] = start_broker(root / "canned", srcs[-1], canned=True)
+            loads = [(acks, False) for acks in (1, -1)] + ([(1, True)] if args.consumer else [])
             paced: dict = collections.defaultdict(list)
             for _ in range(args.repeat):
-                for acks in (1, -1):
-                    for src, broker in brokers.items():
-                        paced[(acks, src)].append(librdkafka_paced(broker, acks=acks, rate=2500, seconds=seconds + 1))
+                for rate in rates:
+                    for acks, with_consumer in loads:
+                        for src, broker in paced_brokers.items():
+                            if with_consumer and src == "canned answer":
+                                continue  # it answers Produce only
+                            paced[(rate, acks, with_consumer, src)].append(librdkafka_paced(
+                                broker, acks=acks, rate=rate, seconds=seconds + 1, consumer=with_consumer))
             rows = []
-            for acks in (1, -1):
-                row = [f"confluent-kafka, 1 KiB at 2,500/s, 6 partitions, linger.ms=0, acks={'all' if acks < 0 else 1}"]
-                for src in srcs:
-                    runs = paced[(acks, src)]
-                    row += [f"{median([r['us_per_request'] for r in runs]):.0f}",
-                            " / ".join(f"{r['us_per_request']:.0f}" for r in runs),
-                            f"{median([r['records'] / max(1, r['requests']) for r in runs]):.2f}",
-                            f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%"]
-                rows.append(row)
+            for rate in rates:
+                for acks, with_consumer in loads:
+                    row = [f"confluent-kafka, 1 KiB at {rate:,}/s, 6 partitions, linger.ms=0, "
+                           f"acks={'all' if acks < 0 else 1}" + (", and a consumer" if with_consumer else "")]
+                    for src in paced_brokers:
+                        runs = paced[(rate, acks, with_consumer, src)]
+                        if not runs:
+                            row += ["", "", "", "", ""]
+                            continue
+                        row += [f"{median([r['us_per_request'] for r in runs]):.0f}",
+                                " / ".join(f"{r['us_per_request']:.0f}" for r in runs),
+                                f"{median([r['records'] / max(1, r['requests'] - r['fetches']) for r in runs]):.2f}",
+                                f"{median([r['fetches'] for r in runs]) / (seconds + 1):,.0f}" if with_consumer else "",
+                                f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%"]
+                    rows.append(row)
             headers = ["load"]
-            for src in srcs:
+            for src in paced_brokers:
                 tag = f" ({src})" if src else ""
-                headers += [f"broker µs/request{tag}", "each run", "records/request", "broker CPU"]
+                headers += [f"broker µs/request{tag}", "each run", "records/produce", "fetches/s", "broker CPU"]
             say(table(headers, rows))
+            if args.floor:
+                paced_brokers.pop("canned answer").stop()
         say(f"- load average after: {os.getloadavg()}")
         if args.profile:
             say("\n### Breakdown: µs of broker CPU per request by stage (cProfile, CPU clock; ping-pong)")

@@ -16,43 +16,11 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from logbroker.clock import SystemClock
-from logbroker.metadata.model import PartitionState
-from logbroker.records.builder import build_batch
-from logbroker.replication.replica_manager import ReplicaManager
+from replica_managers import TIMEOUT_MS, TP, batch
+
 from logbroker.storage.checkpoints import OffsetCheckpointFile
-from logbroker.storage.log_config import LogConfig
-from logbroker.storage.log_manager import LogManager
 from logbroker.testing import BrokerProcess
 from logbroker.types import TopicPartition
-
-TP = TopicPartition("durable", 0)
-TIMEOUT_MS = 30_000
-
-
-def batch(n: int = 1) -> bytearray:
-    return bytearray(build_batch([(None, b"v%d" % i) for i in range(n)], now_ms=1_700_000_000_000))
-
-
-@pytest.fixture
-def leader_of(tmp_path):
-    """Makes the ReplicaManager of broker 1, leading TP over a real log in tmp_path."""
-    log_managers = []
-
-    def make(*, flush_before_ack: bool, isr=(1,), replicas=(1,)) -> ReplicaManager:
-        clock = SystemClock()
-        config = LogConfig.defaults().with_overrides({"flush.before.ack": flush_before_ack})
-        log_manager = LogManager([tmp_path / "data"], default_config=config, clock=clock, broker_id=1)
-        log_manager.startup()
-        log_managers.append(log_manager)
-        manager = ReplicaManager(broker_id=1, log_manager=log_manager, clock=clock)
-        manager.become_leader(TP, PartitionState(1, 0, isr), replicas, config=config, topic_id=None)
-        return manager
-
-    yield make
-    for log_manager in log_managers:
-        log_manager.shutdown()
-
 
 @pytest.mark.parametrize("acks", [1, -1])
 def test_the_answer_waits_for_the_fsync(leader_of, acks):

@@ -32,7 +32,7 @@ def append_batch(segment, data: bytes) -> BatchHeader:
     """Append one batch through LogSegment.append, with the arguments Log.append would pass."""
     header = read_header(data)
     segment.append(largest_offset=header.last_offset, largest_timestamp=header.max_timestamp,
-                   offset_of_max_timestamp=header.last_offset, records=data)
+                   offset_of_max_timestamp=header.last_offset, records=data, first_offset=header.base_offset)
     return header
 
 

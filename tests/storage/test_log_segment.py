@@ -421,6 +421,38 @@ def test_truncate_to_drops_the_batch_holding_the_offset_and_everything_after(tmp
     assert segment.offset_index.last_offset < 12
 
 
+def test_batches_appended_after_a_truncation_are_found_where_they_now_lie(tmp_path):
+    """The positions of the last batches appended are remembered by first offset; a truncation
+    must forget them, or a fetch from an offset that a new, larger batch now holds would start
+    at the old position, in the middle of that batch."""
+    segment = open_segment(tmp_path, index_interval_bytes=10**6)  # no index entries: memory only
+    fill(segment, [make_batch(0, 1, value_size=100), make_batch(1, 1, value_size=100),
+                   make_batch(2, 1, value_size=100)])
+    assert segment.translate_offset(2)[0] == 2 * len(make_batch(0, 1, value_size=100))
+    segment.truncate_to(1)
+    replacement = make_batch(1, 3, value_size=700)  # offsets 1-3 in one batch
+    append_batch(segment, replacement)
+    first = len(make_batch(0, 1, value_size=100))
+    for offset in (1, 2, 3):
+        assert segment.translate_offset(offset) == (first, len(replacement))
+        info = segment.read(offset, 10**6)
+        assert info.region.position == first and info.region.size == len(replacement)
+    assert segment.translate_offset(4) is None
+
+
+def test_batches_appended_after_recovery_are_found_where_they_now_lie(tmp_path):
+    batches = [make_batch(0, 1, value_size=100), make_batch(1, 1, value_size=100), make_batch(2, 1, value_size=100)]
+    segment = open_segment(tmp_path, index_interval_bytes=10**6)
+    fill(segment, batches)
+    with open(log_file(tmp_path, 0), "r+b") as f:  # corrupt the second batch: recovery cuts there
+        f.seek(len(batches[0]) + 70)
+        f.write(b"\xff")
+    segment.recover()
+    replacement = make_batch(1, 2, value_size=900)
+    append_batch(segment, replacement)
+    assert segment.translate_offset(2) == (len(batches[0]), len(replacement))
+
+
 def test_truncate_to_beyond_the_end_changes_nothing(tmp_path):
     segment = open_segment(tmp_path, index_interval_bytes=10)
     fill(segment, [make_batch(0, 2), make_batch(2, 2)])

@@ -19,7 +19,6 @@ import inspect
 import uuid
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from logbroker.clock import Clock
@@ -66,16 +65,17 @@ class ProduceResult(NamedTuple):
     log_start_offset: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class FetchPartitionRequest:
+class FetchPartitionRequest(NamedTuple):
+    """One partition of a fetch (NamedTuples here and in FetchResult: a consumer's fetch builds
+    one of each per partition it asks for, every time)."""
+
     tp: TopicPartition
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class FetchResult:
+class FetchResult(NamedTuple):
     error: KafkaError | None
     high_watermark: int = -1
     last_stable_offset: int = -1
@@ -401,12 +401,44 @@ class ReplicaManager:
             return results
 
         def try_complete() -> dict[TopicPartition, FetchResult] | None:
+            if not self._fetch_has_news(partitions, fetch_only_committed=fetch_only_committed,
+                                        read_committed=read_committed, from_leader=client_metadata is None):
+                return None
             again, again_total, again_error = read_all()
             return again if again_total >= min_bytes or again_error else None
 
         op = DelayedOperation(try_complete=try_complete, on_expiration=lambda: read_all()[0],
                               keys=[p.tp for p in partitions])
         return self.fetch_purgatory.wait(op, max_wait_ms)
+
+    def _fetch_has_news(self, requests: list[FetchPartitionRequest], *, fetch_only_committed: bool,
+                        read_committed: bool, from_leader: bool) -> bool:
+        """Whether reading again could answer a waiting fetch differently: some partition has
+        records past its fetch offset below the bound a read stops at (the log end for a
+        follower, else the high watermark, or the last stable offset under read_committed), or
+        is gone, has lost leadership, a new leader epoch or a log start past the fetch offset.
+        Offsets only, no read: a produce wakes every fetch watching its partition, and with
+        followers (or an open transaction) its append has not yet moved what a consumer sees
+        (Kafka's DelayedFetch.tryComplete looks at offsets too before reading)."""
+        partitions = self.partitions
+        for request in requests:
+            partition = partitions.get(request.tp)
+            if partition is None or (from_leader and not partition.is_leader):
+                return True
+            epoch = request.current_leader_epoch
+            if epoch != -1 and epoch != partition.leader_epoch:
+                return True
+            log_ = partition.log
+            offset = request.fetch_offset
+            if not fetch_only_committed:
+                end = log_.log_end_offset
+            elif read_committed:
+                end = log_.last_stable_offset
+            else:
+                end = log_.high_watermark
+            if end != offset or log_.log_start_offset > offset:
+                return True
+        return False
 
     def _record_follower_fetch(self, replica_id: int, request: FetchPartitionRequest) -> None:
         """A follower's fetch offset is its log end offset: maybe move the high watermark (and
@@ -459,7 +491,7 @@ class ReplicaManager:
                 # read throws and the partition is answered UNKNOWN_SERVER_ERROR; so here, but
                 # with no stack trace in the log, since any client can send it (issue 18).
                 raise UnknownServerError(f"Invalid max size {max_bytes} for a read of {request.tp}")
-            if client_metadata is not None and partition.is_leader and self.preferred_read_replica:
+            if client_metadata is not None and self.preferred_read_replica and partition.is_leader:
                 preferred = self.preferred_read_replica(partition, client_metadata, request.fetch_offset)
                 if preferred is not None:  # no read here: the consumer goes to that follower
                     partition.check_leader_epoch(request.current_leader_epoch)
@@ -481,12 +513,12 @@ class ReplicaManager:
         # Fetch v3+: a first batch cut short by the byte limit is not sent at all; the client
         # makes progress on a later fetch (Kafka's readFromLocalLog).
         region = None if info.first_entry_incomplete else info.region
-        aborted = None
-        if info.aborted_transactions is not None:
-            aborted = tuple((t.producer_id, t.first_offset) for t in info.aborted_transactions) \
-                if region is not None else ()
-        return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
-                           partition.log.log_start_offset, region, aborted)
+        aborted = info.aborted_transactions
+        if aborted:
+            aborted = tuple((t.producer_id, t.first_offset) for t in aborted) if region is not None else ()
+        log_ = partition.log
+        return FetchResult(None, log_.high_watermark, log_.last_stable_offset, log_.log_start_offset,
+                           region, aborted)
 
     # -- offsets ----------------------------------------------------------------------------
     def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int, *,

@@ -286,8 +286,9 @@ class LocalLog:
 
     def _add_aborted_transactions(self, offset: int, i: int, info: FetchDataInfo,
                                   log_end_offset: int) -> FetchDataInfo:
-        if info.region is None:
-            return FetchDataInfo(info.fetch_offset, None, info.first_entry_incomplete, ())
+        if info.region is None or all(s.txn_index.is_empty for s in self._segments.from_index(i)):
+            # Nothing in the range, or no transaction aborted from this segment on (the usual case).
+            return FetchDataInfo(info.fetch_offset, info.region, info.first_entry_incomplete, ())
         segment = self._segments[i]
         upper_bound = segment.fetch_upper_bound_offset(info.region.position, info.region.size)
         if upper_bound is None:

@@ -358,7 +358,8 @@ class Log(LogRetention, LogFlush):
                 segment = self._maybe_roll(header.size_in_bytes, header.max_timestamp, last_offset,
                                            now_ms, roll_offset=base_offset)
                 segment.append(largest_offset=last_offset, largest_timestamp=header.max_timestamp,
-                               offset_of_max_timestamp=last_offset, records=view, head=head)
+                               offset_of_max_timestamp=last_offset, records=view, head=head,
+                               first_offset=base_offset)
             except OSError as e:
                 raise KafkaStorageError(f"I/O error while appending to log {self.dir}: {e}") from e
             self._log_end_offset = last_offset + 1
@@ -412,7 +413,8 @@ class Log(LogRetention, LogFlush):
                                                now_ms, roll_offset=header.base_offset)
                     segment.append(largest_offset=header.last_offset,
                                    largest_timestamp=header.max_timestamp,
-                                   offset_of_max_timestamp=header.last_offset, records=batch)
+                                   offset_of_max_timestamp=header.last_offset, records=batch,
+                                   first_offset=header.base_offset)
                     self._log_end_offset = header.next_offset
                     marker = read_end_txn_marker(batch) if header.is_control else None
                     completed = self._producer_state.load_from_batch(header, marker=marker)
@@ -504,6 +506,8 @@ class Log(LogRetention, LogFlush):
                     f"have log segments from offset {self._log_start_offset} up to "
                     f"{self._log_end_offset}")
             limit = self._log_end_offset if max_offset is None else min(max_offset, self._log_end_offset)
+            if offset == limit:  # nothing new: the usual answer to a consumer at the end
+                return FetchDataInfo(offset, None, False, () if include_aborted_txns else None)
             try:
                 return self._local.read(offset, max_bytes=max_bytes, limit=limit,
                                         log_end_offset=self._log_end_offset,

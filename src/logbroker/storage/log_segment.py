@@ -28,6 +28,10 @@ CLEANED_FILE_SUFFIX = ".cleaned"
 SWAP_FILE_SUFFIX = ".swap"
 
 _UNKNOWN = TimestampOffset(NO_TIMESTAMP, -1)
+# How many of the last batches appended a segment finds by their first offset without the index
+# (between 1 and this many): a consumer or follower at the end fetches from the first offset of
+# one of them.
+RECENT_BATCHES = 32
 
 
 def filename_prefix_from_offset(offset: int) -> str:
@@ -94,6 +98,11 @@ class LogSegment:
     Indexes of a segment opened with `file_already_exists` are mapped on first use, as Kafka's
     LazyIndex, so that opening a log with many segments does not map them all.
 
+    The active segment also remembers where its last few batches lie (RECENT_BATCHES), by first offset
+    (`_recent_batches`): readers at the end of the log (consumers, followers) fetch from exactly
+    those offsets, and find them without the index lookup and the scan of batch headers after
+    it. Forgotten on truncation, recovery and roll.
+
     Everything blocks on disk and is synchronous (no asyncio); the owning log serialises calls.
     `flush` may run on a worker thread.
     """
@@ -120,6 +129,7 @@ class LogSegment:
         self._rolling_based_timestamp: int | None = None
         self._max_timestamp_and_offset_so_far = _UNKNOWN
         self._bytes_since_last_index_entry = 0
+        self._recent_batches: dict[int, tuple[int, int]] = {}  # first offset -> (position, size)
         if create_indexes:  # a new segment has all three files from the start
             self._load_indexes()
 
@@ -238,9 +248,11 @@ class LogSegment:
     # --- append -------------------------------------------------------------------------------
 
     def append(self, *, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int,
-               records, head=None) -> None:
+               records, head=None, first_offset: int | None = None) -> None:
         """Append whole batches (bytes or memoryview, already validated and offset-assigned;
         `head`, when given, replaces their first bytes as written — see FileRecords.append).
+        `first_offset`, given when `records` is exactly one batch, is its base offset: the
+        segment then remembers where it lies (`translate_offset`).
 
         `largest_offset` is the last offset in `records`; `largest_timestamp` their largest
         maxTimestamp and `offset_of_max_timestamp` the last offset of the batch carrying it.
@@ -262,6 +274,11 @@ class LogSegment:
             self.offset_index.ensure_room_for_entry()
             self.time_index.ensure_room_for_entry()
         self._log.append(records, head=head)
+        if first_offset is not None:
+            recent = self._recent_batches
+            if len(recent) >= RECENT_BATCHES:  # forget them all at once: cheaper than one by one
+                recent.clear()
+            recent[first_offset] = (physical_position, size)
         if largest_timestamp > self._read_max_timestamp_and_offset_so_far().timestamp:
             self._max_timestamp_and_offset_so_far = TimestampOffset(largest_timestamp,
                                                                     offset_of_max_timestamp)
@@ -276,6 +293,9 @@ class LogSegment:
 
     def translate_offset(self, offset: int, starting_file_position: int = 0) -> tuple[int, int] | None:
         """(position, size) of the first batch whose last offset is >= offset, or None."""
+        recent = self._recent_batches.get(offset)
+        if recent is not None and recent[0] >= starting_file_position:
+            return recent
         mapping = self.offset_index.lookup(offset)
         return self._log.search_for_offset_with_size(offset, max(mapping.position, starting_file_position))
 
@@ -374,6 +394,7 @@ class LogSegment:
     def on_become_inactive(self) -> None:
         """On roll: the final time index entry, then trim both indexes and the .log (but for the
         blocks allocated ahead of it, which `flush` gives back, off the event loop)."""
+        self._recent_batches.clear()
         so_far = self._read_max_timestamp_and_offset_so_far()
         self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
         self.offset_index.trim_to_valid_size()
@@ -401,6 +422,7 @@ class LogSegment:
         Returns the number of bytes truncated. A batch whose offsets do not fit this segment's
         indexes raises LogSegmentOffsetOverflowError, as in Kafka (the log must split the segment).
         """
+        self._recent_batches.clear()
         offset_index = self.offset_index
         time_index = self.time_index
         offset_index.reset()
@@ -451,6 +473,7 @@ class LogSegment:
         The indexes get their full size back, as the segment becomes the active one.
         """
         mapping = self.translate_offset(offset)
+        self._recent_batches.clear()
         offset_index = self.offset_index
         time_index = self.time_index
         offset_index.truncate_to(offset)

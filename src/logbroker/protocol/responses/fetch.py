@@ -89,6 +89,19 @@ def chunks_size(chunks: Sequence[Any]) -> int:
     return sum(records_size(chunk) for chunk in chunks)
 
 
+def _partition_tags(diverging_epoch, current_leader, snapshot_id) -> bytes:
+    """A partition's tagged fields (v12+): each sent only when set and not all -1."""
+    tags = []
+    if diverging_epoch is not None and diverging_epoch != (-1, -1):
+        tags.append((0, _EPOCH_END_OFFSET.pack(*diverging_epoch) + wire.NO_TAGGED_FIELDS))
+    leader = leader_tag(current_leader)
+    if leader is not None:
+        tags.append((1, leader))
+    if snapshot_id is not None and snapshot_id != (-1, -1):
+        tags.append((2, _SNAPSHOT_ID.pack(*snapshot_id) + wire.NO_TAGGED_FIELDS))
+    return wire.tagged_fields(tags) if tags else wire.NO_TAGGED_FIELDS
+
+
 def encode_fetch_response(
     version: int,
     correlation_id: int,
@@ -142,7 +155,7 @@ def encode_fetch_response(
                         append(wire.NO_TAGGED_FIELDS)
             if with_preferred_replica:
                 append(_I32.pack(preferred_read_replica))
-            size = records_size(records)
+            size = 0 if records is None else records_size(records)
             append(wire.uvarint(size + 1) if flexible else _I32.pack(size))
             if size:
                 piece = b"".join(parts)
@@ -152,15 +165,10 @@ def encode_fetch_response(
                 parts = [b""]
                 append = parts.append
             if flexible:
-                tags = []
-                if diverging_epoch is not None and diverging_epoch != (-1, -1):
-                    tags.append((0, _EPOCH_END_OFFSET.pack(*diverging_epoch) + wire.NO_TAGGED_FIELDS))
-                leader = leader_tag(current_leader)
-                if leader is not None:
-                    tags.append((1, leader))
-                if snapshot_id is not None and snapshot_id != (-1, -1):
-                    tags.append((2, _SNAPSHOT_ID.pack(*snapshot_id) + wire.NO_TAGGED_FIELDS))
-                append(wire.tagged_fields(tags) if tags else wire.NO_TAGGED_FIELDS)
+                if diverging_epoch is None and current_leader is None and snapshot_id is None:
+                    append(wire.NO_TAGGED_FIELDS)  # the usual partition: no tagged field to send
+                else:
+                    append(_partition_tags(diverging_epoch, current_leader, snapshot_id))
         if flexible:
             append(wire.NO_TAGGED_FIELDS)
     if flexible:

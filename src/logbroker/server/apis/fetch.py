@@ -85,14 +85,6 @@ async def _respond_later(broker, request, names, pending, denied, replica_id):
     return _respond(broker, request, names, await pending, denied, replica_id)
 
 
-def _aborted(result, committed: bool):
-    """read_committed: the range's aborted transactions (an empty array when none); a null
-    array under read_uncommitted and with an error, as Kafka."""
-    if not committed or result.error is not None:
-        return None
-    return result.aborted_transactions or []
-
-
 def _respond(broker, request, names, results, denied, replica_id):
     chunks = _encode(request, names, results, denied)
     quotas = broker.client_quotas
@@ -113,6 +105,8 @@ def _respond(broker, request, names, results, denied, replica_id):
 
 
 def _encode(request, names, results, denied):
+    """The response chunks. Aborted transactions: under read_committed the range's (an empty
+    array when none), a null array under read_uncommitted and with an error, as Kafka."""
     body = request.body
     committed = body.isolation_level == 1
     topics = []
@@ -125,10 +119,11 @@ def _encode(request, names, results, denied):
             if name in denied:
                 partitions.append(FetchPartitionData(p.partition, TopicAuthorizationFailedError.code, -1))
                 continue
-            r = results[TopicPartition(name, p.partition)]
-            partitions.append(FetchPartitionData(
-                p.partition, r.error.code if r.error else 0, r.high_watermark, r.last_stable_offset,
-                r.log_start_offset, aborted_transactions=_aborted(r, committed),
-                preferred_read_replica=r.preferred_read_replica, records=r.records))
+            error, hw, lso, log_start, records, aborted, preferred = results[TopicPartition(name, p.partition)]
+            if error is not None:
+                partitions.append(FetchPartitionData(p.partition, error.code, hw, lso, log_start, None, preferred))
+                continue
+            partitions.append(FetchPartitionData(p.partition, 0, hw, lso, log_start,
+                                                 (aborted or []) if committed else None, preferred, records))
         topics.append(FetchTopicData(name or "", partitions, getattr(t, "topic_id", None)))
     return encode_fetch_response(request.api_version, request.correlation_id, topics)

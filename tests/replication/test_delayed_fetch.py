@@ -1,0 +1,78 @@
+"""A fetch that waits (min.bytes not there yet) is answered when what it may read changes, and
+only then: a consumer reads below the high watermark, so a leader's append that followers have
+not fetched yet must not answer it (nor read the log again for it: ReplicaManager._fetch_has_news);
+the follower's fetch that moves the high watermark must. Driven on a ReplicaManager over a real
+log, broker 1 leading with broker 2 as follower."""
+
+from __future__ import annotations
+
+import asyncio
+
+from replica_managers import TIMEOUT_MS, TP, batch
+
+from logbroker.replication.replica_manager import FetchPartitionRequest
+
+
+def consumer_fetch(manager, offset: int, *, max_wait_ms: int = 5_000):
+    return manager.fetch_messages(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20,
+                                  partitions=[FetchPartitionRequest(TP, offset, 1 << 20)])
+
+
+def test_a_waiting_fetch_is_answered_when_the_high_watermark_moves_not_at_the_append(leader_of):
+    manager = leader_of(isr=(1, 2), replicas=(1, 2))
+    partition = manager.partitions[TP]
+    reads = []
+    read_partition = manager._read_partition
+    manager._read_partition = lambda *a, **kw: reads.append(1) or read_partition(*a, **kw)
+
+    async def run():
+        waiting = asyncio.ensure_future(consumer_fetch(manager, 0))
+        await asyncio.sleep(0)
+        assert reads == [1] and not waiting.done()
+        produced = asyncio.ensure_future(manager.append_records(
+            timeout_ms=TIMEOUT_MS, required_acks=1, entries={TP: batch(3)}))
+        await asyncio.sleep(0.05)
+        assert (await produced)[TP].last_offset == 2
+        assert partition.log.log_end_offset == 3 and partition.high_watermark == 0
+        assert not waiting.done() and reads == [1]  # the append woke it; nothing to read: no read
+        partition.update_follower_fetch(2, 3)  # follower 2 has fetched the batch
+        manager.on_isr_changed(partition)
+        return await asyncio.wait_for(waiting, 5)
+
+    results = asyncio.run(run())
+    result = results[TP]
+    assert result.error is None and result.high_watermark == 3
+    assert result.records is not None and result.records.size == len(batch(3))
+    assert reads == [1, 1]
+
+
+def test_a_waiting_fetch_ends_at_max_wait_with_no_records(leader_of):
+    manager = leader_of(isr=(1, 2), replicas=(1, 2))
+
+    async def run():
+        waiting = consumer_fetch(manager, 0, max_wait_ms=200)
+        await manager.append_records(timeout_ms=TIMEOUT_MS, required_acks=1, entries={TP: batch(2)})
+        return await asyncio.wait_for(waiting, 5)
+
+    result = asyncio.run(run())[TP]
+    assert result.error is None and result.records is None and result.high_watermark == 0
+
+
+def test_a_fetch_at_the_end_is_empty_and_one_below_it_starts_at_its_batch(leader_of):
+    """The read a consumer at the end makes on every poll, and the one after the next append:
+    from the first offset of the last batch appended (found without the index)."""
+    manager = leader_of()
+    sizes = []
+    for n in (2, 5, 1):
+        data = batch(n)
+        sizes.append(len(data))
+        asyncio.run(manager.append_records(timeout_ms=TIMEOUT_MS, required_acks=1, entries={TP: data}))
+    at_end = manager.fetch_messages(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                                    partitions=[FetchPartitionRequest(TP, 8, 1 << 20)])[TP]
+    assert at_end.error is None and at_end.records is None and at_end.high_watermark == 8
+    last = manager.fetch_messages(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                                  partitions=[FetchPartitionRequest(TP, 7, 1 << 20)])[TP]
+    assert (last.records.position, last.records.size) == (sizes[0] + sizes[1], sizes[2])
+    middle = manager.fetch_messages(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                                    partitions=[FetchPartitionRequest(TP, 4, 1 << 20)])[TP]
+    assert (middle.records.position, middle.records.size) == (sizes[0], sizes[1] + sizes[2])
