@@ -14,6 +14,11 @@ Two figures per request:
   linger.ms=0 at a modest rate): the same Python then costs ~1.8x. This is why the paced
   confluent-kafka scenario costs more per request than the ping-pong rows.
 
+Besides the fixed frames, a consumer caught up on 6 partitions (read_committed): a fetch that
+finds one new record, and one that waits in the purgatory until an append answers it (the
+append included). The garbage collector is frozen after start, as `logbroker serve` does, so a
+full collection of the broker's objects does not land in a measured call.
+
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_dispatch.py [--src A --src B] [--count 10000]
 """
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import shutil
 import statistics
@@ -83,6 +89,8 @@ async def _measure(count: int, pollute_mib: int, repeat: int) -> dict[str, tuple
             handler(memoryview(bytes(seed[4:])), connection)
         junk = bytearray(pollute_mib << 20)
         zeros = bytes(len(junk) // 64)
+        gc.collect()
+        gc.freeze()  # as `logbroker serve` does once started: no collection walks what start built
         results = {}
         for name, frame in _cases():
             body = bytes(frame[4:])
@@ -105,10 +113,86 @@ async def _measure(count: int, pollute_mib: int, repeat: int) -> dict[str, tuple
                     spent += time.thread_time_ns() - start
                 cold.append(spent / len(frames) / 1000)
             results[name] = (min(warm), statistics.median(cold))
+        results.update(await _consumer_at_the_end(broker, handler, connection, count // 4, repeat, junk, zeros))
         await broker.shutdown()
         return results
     finally:
         shutil.rmtree(data, ignore_errors=True)
+
+
+CONSUMED_TOPIC = "dispatch-6p"
+
+
+async def _consumer_at_the_end(broker, handler, connection, n: int, repeat: int, junk, zeros) -> dict:
+    """What a consumer caught up on 6 partitions costs (read_committed, as librdkafka's default):
+    a fetch finding one new record (appended untimed before it), and a fetch that finds nothing,
+    waits, and is answered when a record is appended (the append's own cost included). Each
+    call's frame names the partitions' current ends, so it is built untimed before the call."""
+    import datetime
+
+    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+    from kio.schema.types import TopicName
+    from kio.static.primitive import i32, i64
+
+    from logbroker.client import encode_request
+    from logbroker.records.builder import build_batch
+    from logbroker.types import TopicPartition
+
+    broker.create_topic(CONSUMED_TOPIC, num_partitions=6, replication_factor=1, configs={})
+    await asyncio.sleep(0.2)
+    replicas = broker.replica_manager
+    logs = [replicas.partitions[TopicPartition(CONSUMED_TOPIC, p)].log for p in range(6)]
+    record = build_batch([(None, os.urandom(1024))])
+
+    def append() -> None:
+        replicas.append_records_now(timeout_ms=1000, required_acks=1,
+                                    entries={TopicPartition(CONSUMED_TOPIC, 0): bytearray(record)})
+
+    def fetch_at_the_ends() -> memoryview:
+        body = FetchRequest(
+            replica_id=i32(-1), max_wait=datetime.timedelta(milliseconds=500), min_bytes=i32(1),
+            max_bytes=i32(1 << 20), isolation_level=1, session_id=i32(0), session_epoch=i32(-1),
+            topics=(FetchTopic(topic=TopicName(CONSUMED_TOPIC), partitions=tuple(FetchPartition(
+                partition=i32(p), current_leader_epoch=i32(-1), fetch_offset=i64(log.log_end_offset),
+                last_fetched_epoch=i32(-1), log_start_offset=i64(-1), partition_max_bytes=i32(1 << 20))
+                for p, log in enumerate(logs))),),
+            forgotten_topics_data=(), rack_id="")
+        return memoryview(bytes(encode_request(body, correlation_id=1, client_id="bench")[4:]))
+
+    async def one_new_record(pollute: bool) -> int:
+        frame = fetch_at_the_ends()
+        logs[0].append_as_leader(record, leader_epoch=0)  # not through the replica manager: no wake-up
+        logs[0].update_high_watermark(logs[0].log_end_offset)
+        if pollute:
+            junk[::64] = zeros
+        start = time.thread_time_ns()
+        handler(frame, connection)
+        return time.thread_time_ns() - start
+
+    async def waits_then_answered(pollute: bool) -> int:
+        frame = fetch_at_the_ends()
+        if pollute:
+            junk[::64] = zeros
+        start = time.thread_time_ns()
+        answer = asyncio.ensure_future(handler(frame, connection))
+        await asyncio.sleep(0)  # parked in the purgatory
+        append()
+        await answer
+        return time.thread_time_ns() - start
+
+    gc.collect()
+    gc.freeze()
+    results = {}
+    for name, case in (("fetch 6 partitions, 1 new record (read_committed)", one_new_record),
+                       ("fetch 6 partitions that waits, answered by an append", waits_then_answered)):
+        for _ in range(100):
+            await case(False)
+        warm, cold = [], []
+        for _ in range(repeat):
+            warm.append(sum([await case(False) for _ in range(n)]) / n / 1000)
+            cold.append(sum([await case(True) for _ in range(n // 4)]) / (n // 4) / 1000)
+        results[name] = (min(warm), statistics.median(cold))
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
