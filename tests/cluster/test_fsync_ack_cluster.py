@@ -86,3 +86,25 @@ def test_a_killed_leader_loses_no_acked_record_and_the_survivors_keep_fsyncing(c
     consumer.close()
     survivors = [b for b in cluster if b.process.poll() is None]
     wait_for(lambda: all(recovery_point(b, "durable") == high_watermark for b in survivors), timeout_s=30)
+
+
+def test_rolled_segments_are_fsynced_on_followers_too(cluster):
+    """Without flush.before.ack or a flush policy, a segment is fsynced once it rolls — on the
+    followers as on the leader (Kafka's followers flush their rolled segments too), so what
+    recovery must scan after a crash is bounded on every replica."""
+    admin = AdminClient({"bootstrap.servers": cluster[0].bootstrap})
+    wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == 3)
+    admin.create_topics([NewTopic("rolled", 1, 3, config={"segment.bytes": "16384"})])["rolled"].result(10)
+    wait_for(lambda: fully_led(cluster[0].bootstrap, "rolled", 1, 3))
+    producer = Producer({"bootstrap.servers": ",".join(b.bootstrap for b in cluster), "acks": "all",
+                         "linger.ms": 0, "batch.size": 4096})  # a batch must fit a segment
+    errors = []
+    for i in range(400):  # ~90 KB: about 70 records to a 16 KiB segment, five rolls or more
+        producer.produce("rolled", b"%06d" % i + bytes(194), partition=0,
+                         on_delivery=lambda err, _msg: err is not None and errors.append(err))
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    assert not errors, errors[:3]
+    # Every replica's recovery point reaches its active segment: within two segments of the end.
+    wait_for(lambda: all(recovery_point(b, "rolled") >= 400 - 120 for b in cluster), timeout_s=30,
+             what="every replica's recovery point past its rolled segments")

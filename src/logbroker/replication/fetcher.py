@@ -12,7 +12,9 @@ and a follower below the leader's log start (OFFSET_OUT_OF_RANGE) starts its log
 
 A new leader or leader epoch for a partition (from the state watches) re-adds it, which means
 truncating again. Errors back off briefly and retry; leadership changes come from ZooKeeper, not
-from the fetch errors. Runs on the event loop; the appends are page-cache writes, as the leader's.
+from the fetch errors. Runs on the event loop; the appends are page-cache writes, as the leader's,
+and after each `on_appended` (ReplicaManager.after_follower_append) has a rolled segment fsynced
+and the active one's writeback started in a worker thread, as for a leader.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from logbroker.client import PLAINTEXT, ClientSecurity, KafkaConnection
 from logbroker.errors import KafkaError, OffsetOutOfRangeError
 from logbroker.replication.group_commit import flush_logs
 from logbroker.replication.partition import Partition
+from logbroker.storage.log import Log
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.ReplicaFetcherThread")
@@ -53,12 +56,14 @@ class ReplicaFetcher:
     def __init__(self, *, broker_id: int, leader_id: int,
                  leader_address: Callable[[int], tuple[str, int] | None],
                  security: ClientSecurity = PLAINTEXT,
-                 on_progress: Callable[[TopicPartition], None] | None = None) -> None:
+                 on_progress: Callable[[TopicPartition], None] | None = None,
+                 on_appended: Callable[[Log], None] | None = None) -> None:
         self.broker_id = broker_id
         self.leader_id = leader_id
         self._leader_address = leader_address
         self._security = security
         self._on_progress = on_progress
+        self._on_appended = on_appended
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._wakeup = asyncio.Event()
         self._connection: KafkaConnection | None = None
@@ -199,6 +204,8 @@ class ReplicaFetcher:
                     continue
                 if data.records:
                     log_.append_as_follower(data.records)
+                    if self._on_appended is not None:
+                        self._on_appended(log_)  # a rolled segment's fsync, the writeback step
                 # The leader's high watermark, capped at our log end; never back (a new leader's
                 # may lag ours until its followers fetch).
                 high_watermark = min(int(data.high_watermark), log_.log_end_offset)
@@ -239,12 +246,15 @@ class ReplicaFetcherManager:
 
     def __init__(self, *, broker_id: int, leader_address: Callable[[int], tuple[str, int] | None],
                  security: ClientSecurity = PLAINTEXT,
-                 on_progress: Callable[[TopicPartition], None] | None = None) -> None:
-        """`on_progress(tp)` is called when a followed partition's high watermark moves."""
+                 on_progress: Callable[[TopicPartition], None] | None = None,
+                 on_appended: Callable[[Log], None] | None = None) -> None:
+        """`on_progress(tp)` is called when a followed partition's high watermark moves,
+        `on_appended(log)` after each append to a followed partition's log."""
         self.broker_id = broker_id
         self._leader_address = leader_address
         self._security = security
         self._on_progress = on_progress
+        self._on_appended = on_appended
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._closed = False
 
@@ -258,7 +268,7 @@ class ReplicaFetcherManager:
         if fetcher is None:
             fetcher = self.fetchers[partition.leader_id] = ReplicaFetcher(
                 broker_id=self.broker_id, leader_id=partition.leader_id, leader_address=self._leader_address,
-                security=self._security, on_progress=self._on_progress)
+                security=self._security, on_progress=self._on_progress, on_appended=self._on_appended)
         fetcher.add(partition)
 
     def remove_partition(self, tp: TopicPartition) -> None:

@@ -307,6 +307,17 @@ class ReplicaManager:
         errors.update((tp, result.error) for tp, result in results.items())
         return {tp: errors[tp] for tp in partitions}
 
+    def after_follower_append(self, log_) -> None:
+        """After a follower's append (replication/fetcher.py): the fsync a roll or the flush
+        policy calls for, or the start of the active segment's writeback, in a worker thread, as
+        after a leader's append — Kafka's follower flushes its rolled segments too, which bounds
+        what recovery must scan after a crash. Nothing waits for it."""
+        now_ms = self.clock.time_ms()
+        if log_.needs_flush(now_ms):
+            self._in_background(log_, log_.flush_if_needed, now_ms)
+        elif log_.writeback_due():
+            self._in_background(log_, log_.start_writeback)
+
     def _in_background(self, log_, work, *args) -> None:
         """Run `work(*args)` for `log_` in a worker thread without holding any produce answer for
         it — the fsync of a rolled segment, as Kafka's scheduler does after a roll, or the start
@@ -318,9 +329,17 @@ class ReplicaManager:
         future.add_done_callback(lambda f: self._background_flushed(log_, f))
 
     def _background_flushed(self, log_, future) -> None:
+        """A background job ended. The log may have rolled again while it ran, with no append
+        since to notice (the producer stopped, a follower caught up): flush that now too."""
         self._background_flushes.discard(log_)
-        if not future.cancelled() and future.exception() is not None:
+        if future.cancelled():
+            return
+        if future.exception() is not None:
             log.error("Background flush of %s failed: %r", log_.topic_partition, future.exception())
+            return  # retried on the next append, not in a loop against a failing disk
+        now_ms = self.clock.time_ms()
+        if log_.needs_flush(now_ms):
+            self._in_background(log_, log_.flush_if_needed, now_ms)
 
     def _produce_acknowledged(self, results, pending, required_acks: int) -> dict[TopicPartition, ProduceResult] | None:
         """The answers of a produce whose `pending` partitions are all acknowledged (or failed)
