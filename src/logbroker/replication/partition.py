@@ -200,6 +200,13 @@ class Partition:
             return True
         return False
 
+    def last_fetchable_offset(self, only_committed: bool, read_committed: bool) -> int:
+        """Where a read stops (exclusive): the log end for a follower, for a consumer the high
+        watermark, or under read_committed the last stable offset (Kafka's FetchIsolation)."""
+        if not only_committed:
+            return self.log.log_end_offset
+        return self.log.last_stable_offset if read_committed else self.log.high_watermark
+
     def read_records(self, fetch_offset: int, *, max_bytes: int, current_leader_epoch: int,
                      fetch_only_committed: bool, min_one_message: bool,
                      read_committed: bool = False,
@@ -212,12 +219,7 @@ class Partition:
         if fetch_only_from_leader:
             self.require_leader()
         self.check_leader_epoch(current_leader_epoch)
-        if not fetch_only_committed:
-            max_offset = None
-        elif read_committed:
-            max_offset = self.last_stable_offset
-        else:
-            max_offset = self.high_watermark
+        max_offset = self.last_fetchable_offset(fetch_only_committed, read_committed)
         return self.log.read(fetch_offset, max_bytes=max_bytes, max_offset=max_offset,
                              min_one_message=min_one_message,
                              include_aborted_txns=fetch_only_committed and read_committed)

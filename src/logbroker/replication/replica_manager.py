@@ -238,13 +238,11 @@ class ReplicaManager:
             log_ = partition.log
             if now_ms < 0:
                 now_ms = self.clock.time_ms()
-            if log_.needs_flush(now_ms):
-                if log_.flush_policy_due(now_ms):
-                    to_flush.append(log_)  # flush.messages / flush.ms: before the answer
-                else:
-                    self._in_background(log_, log_.flush_if_needed, now_ms)  # a rolled segment
-            elif log_.writeback_due():
-                self._in_background(log_, log_.start_writeback)  # so that the roll's fsync is short
+            flush_due = log_.needs_flush(now_ms)
+            if flush_due and log_.flush_policy_due(now_ms):
+                to_flush.append(log_)  # flush.messages / flush.ms: before the answer
+            else:
+                self._after_append(log_, now_ms, flush_due)
             if log_.config.flush_before_ack:
                 self.group_commit.request(log_)
                 to_commit.add(tp)
@@ -308,12 +306,18 @@ class ReplicaManager:
         return {tp: errors[tp] for tp in partitions}
 
     def after_follower_append(self, log_) -> None:
-        """After a follower's append (replication/fetcher.py): the fsync a roll or the flush
-        policy calls for, or the start of the active segment's writeback, in a worker thread, as
-        after a leader's append — Kafka's follower flushes its rolled segments too, which bounds
-        what recovery must scan after a crash. Nothing waits for it."""
+        """After a follower's append (replication/fetcher.py): what `_after_append` says, as
+        for a leader — Kafka's follower flushes its rolled segments too, which bounds what
+        recovery must scan after a crash."""
         now_ms = self.clock.time_ms()
-        if log_.needs_flush(now_ms):
+        self._after_append(log_, now_ms, log_.needs_flush(now_ms))
+
+    def _after_append(self, log_, now_ms: int, flush_due: bool) -> None:
+        """The background work an append calls for when no answer waits for it, in a worker
+        thread: the fsync `log_.needs_flush` asked for (`flush_due`: a rolled segment, or a
+        follower's flush policy), else the start of the active segment's writeback, so that
+        the roll's fsync is short."""
+        if flush_due:
             self._in_background(log_, log_.flush_if_needed, now_ms)
         elif log_.writeback_due():
             self._in_background(log_, log_.start_writeback)
@@ -447,15 +451,9 @@ class ReplicaManager:
             epoch = request.current_leader_epoch
             if epoch != -1 and epoch != partition.leader_epoch:
                 return True
-            log_ = partition.log
             offset = request.fetch_offset
-            if not fetch_only_committed:
-                end = log_.log_end_offset
-            elif read_committed:
-                end = log_.last_stable_offset
-            else:
-                end = log_.high_watermark
-            if end != offset or log_.log_start_offset > offset:
+            if (partition.last_fetchable_offset(fetch_only_committed, read_committed) != offset
+                    or partition.log.log_start_offset > offset):
                 return True
         return False
 
@@ -550,12 +548,7 @@ class ReplicaManager:
         none), else the first offset whose timestamp is at least `timestamp` below that bound."""
         partition = self.leader_partition(tp)
         partition.check_leader_epoch(current_leader_epoch)
-        if not only_committed:
-            last_fetchable = partition.log.log_end_offset
-        elif isolation_level == 1:
-            last_fetchable = partition.last_stable_offset
-        else:
-            last_fetchable = partition.high_watermark
+        last_fetchable = partition.last_fetchable_offset(only_committed, isolation_level == 1)
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, last_fetchable, partition.leader_epoch)
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # no tiered storage: the same
