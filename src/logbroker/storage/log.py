@@ -506,8 +506,6 @@ class Log(LogRetention, LogFlush):
                     f"have log segments from offset {self._log_start_offset} up to "
                     f"{self._log_end_offset}")
             limit = self._log_end_offset if max_offset is None else min(max_offset, self._log_end_offset)
-            if offset == limit:  # nothing new: the usual answer to a consumer at the end
-                return FetchDataInfo(offset, None, False, () if include_aborted_txns else None)
             try:
                 return self._local.read(offset, max_bytes=max_bytes, limit=limit,
                                         log_end_offset=self._log_end_offset,
