@@ -75,19 +75,18 @@ class FileRecords:
         """
         path = Path(path)
         fd = os.open(path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY, 0o644)
+        preallocated = writable and preallocate and not file_already_exists and init_file_size > 0
         try:
-            if writable and preallocate and not file_already_exists and init_file_size > 0:
+            if preallocated:
                 os.ftruncate(fd, init_file_size)
-                size = 0
-            else:
-                size = os.fstat(fd).st_size
-            blocks = os.fstat(fd).st_blocks * 512
+            stat = os.fstat(fd)
         except BaseException:
             os.close(fd)
             raise
+        size = 0 if preallocated else stat.st_size
         records = cls(path, fd, size, writable=writable)
-        if blocks > size + (256 << 10):  # allocated past the end before a crash (metadata is less)
-            records._allocated_to = blocks
+        if stat.st_blocks * 512 > size + (256 << 10):  # allocated past the end before a crash (metadata is less)
+            records._allocated_to = stat.st_blocks * 512
         return records
 
     # --- properties ---------------------------------------------------------------------------
