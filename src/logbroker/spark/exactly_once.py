@@ -57,6 +57,8 @@ TXN_TIMEOUT_S = 60.0
 # and how many producers a task tries.
 OFFSETS_WATCHDOG_S = 20.0
 OFFSETS_ATTEMPTS = 3
+# How long a producer and consumer kept from an earlier task may take to read the marker.
+REUSED_READ_TIMEOUT_S = 10.0
 # Spark's local properties, set by MicroBatchExecution for every task of a micro-batch.
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -137,10 +139,11 @@ def _new_session(options: SinkOptions, config: dict[str, object], txn_id: str
     return TransactionalSession(producer, errors, consumer)
 
 
-def _committed_batch_id(session: TransactionalSession, marker: TopicPartition) -> int:
+def _committed_batch_id(session: TransactionalSession, marker: TopicPartition,
+                        timeout_s: float = TXN_TIMEOUT_S) -> int:
     try:
         [tp] = session.marker_consumer.committed([TopicPartition(marker.topic, 0)],
-                                                 timeout=TXN_TIMEOUT_S)
+                                                 timeout=timeout_s)
     except KafkaException as e:
         raise KafkaClientError(f"reading the sink's committed batch id failed: {e}") from None
     if tp.error is not None:
@@ -156,11 +159,7 @@ def _write(options: SinkOptions, txn_id: str, batch_id: int, marker: TopicPartit
     key = clients.config_key(config)
     session, reused = clients.take(key, lambda: _new_session(options, config, txn_id))
     for attempt in range(1, OFFSETS_ATTEMPTS + 1):
-        try:
-            session = _checked_session(session, reused, options, config, txn_id, marker)
-        except BaseException:
-            session.close()
-            raise
+        session = _checked_session(session, reused, options, config, txn_id, marker)
         if session.committed_batch_id >= batch_id:
             log.info("%s: micro-batch %d already committed (last committed %d): skipped",
                      txn_id, batch_id, session.committed_batch_id)
@@ -188,8 +187,8 @@ def _write(options: SinkOptions, txn_id: str, batch_id: int, marker: TopicPartit
                     "over with a new producer", txn_id, OFFSETS_WATCHDOG_S, attempt,
                     OFFSETS_ATTEMPTS)
         session.close()
-        session, reused = _new_session(options, config, txn_id), False
-    session.close()
+        if attempt < OFFSETS_ATTEMPTS:
+            session, reused = _new_session(options, config, txn_id), False
     raise KafkaClientError(f"transaction {txn_id} for micro-batch {batch_id}: the coordinator "
                            f"of the sink's marker group (group.id {txn_id}) did not answer "
                            f"TxnOffsetCommit in {OFFSETS_ATTEMPTS} attempts of "
@@ -199,15 +198,31 @@ def _write(options: SinkOptions, txn_id: str, batch_id: int, marker: TopicPartit
 def _checked_session(session: TransactionalSession, reused: bool, options: SinkOptions,
                      config: dict[str, object], txn_id: str, marker: TopicPartition
                      ) -> TransactionalSession:
-    """The session to write with, its `committed_batch_id` read from the marker group."""
-    committed = _committed_batch_id(session, marker)
-    if reused and committed != session.committed_batch_id:
-        # Another producer used the id since this one committed: it is fenced. Start afresh
-        # (init_transactions), and read the marker again now that no one else can.
+    """The session to write with, its `committed_batch_id` read from the marker group; on an
+    error, every session this made is closed.
+
+    A cached session gets REUSED_READ_TIMEOUT_S to read the marker: after a broker died, its
+    consumer may wait on a group coordinator that left the cluster (librdkafka, as in _begin),
+    where a new consumer finds the new one at once. It is then replaced by a new session.
+    """
+    if reused:
+        try:
+            committed = _committed_batch_id(session, marker, REUSED_READ_TIMEOUT_S)
+        except KafkaClientError as e:
+            log.warning("%s: %s; starting over with a new producer and consumer", txn_id, e)
+            committed = None
+        if committed == session.committed_batch_id:
+            return session
+        # Another producer used the id since this one committed (it is fenced), or the read
+        # failed: start afresh (init_transactions), and read the marker again now that no one
+        # else can write it.
         session.close()
         session = _new_session(options, config, txn_id)
-        committed = _committed_batch_id(session, marker)
-    session.committed_batch_id = committed
+    try:
+        session.committed_batch_id = _committed_batch_id(session, marker)
+    except BaseException:
+        session.close()
+        raise
     return session
 
 
