@@ -8,6 +8,7 @@ import pytest
 import transactional_clients
 from confluent_kafka import KafkaException, Producer
 
+from logbroker.coordinator import transaction_log
 from logbroker.testing import wait_for
 
 TXN_CLUSTER = {"transaction.state.log.num.partitions": "3", "transaction.state.log.replication.factor": "3",
@@ -51,8 +52,7 @@ def test_commit_and_abort_across_partitions_led_by_different_brokers(logbroker_c
 
 
 def coordinator_of(cluster, txn_id: str) -> int:
-    from logbroker.coordinator.transaction_log import partition_for
-    return cluster.leader("__transaction_state", partition_for(txn_id, 3))
+    return cluster.leader("__transaction_state", transaction_log.partition_for(txn_id, 3))
 
 
 @pytest.mark.logbroker_cluster(**TXN_CLUSTER)
@@ -188,3 +188,36 @@ def test_concurrent_transactions_commit_through_batched_markers(logbroker_cluste
     assert errors == []
     expected = sorted(f"{i}-{r}-{p}".encode() for i in range(4) for r in range(5) if r != 2 for p in range(3))
     assert sorted(read_committed(cluster.bootstrap, "ctc", 3, expect=len(expected))) == expected
+
+
+@pytest.mark.logbroker_cluster(**TXN_CLUSTER)
+def test_commit_completes_when_the_coordinator_is_reelected_while_its_markers_wait(logbroker_cluster):
+    """The controller takes a dead follower out of the ISR of the coordinator's `__transaction_state`
+    partition with a new leader epoch, so the coordinator is elected again, at a higher epoch. The
+    markers of a commit it was still sending (here: to a partition without a leader) must go on:
+    the commit completes once that partition is back, and the id can be used again."""
+    cluster = logbroker_cluster
+    producer = transactional_producer(cluster.bootstrap, "reelected-id", timeout_ms=120_000)
+    coordinator = coordinator_of(cluster, "reelected-id")
+    data_leader, follower = sorted(set(cluster.registered()) - {coordinator})
+    cluster.create_topic("reelected", replica_assignment=[[data_leader]])
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce("reelected", value=f"r{i}".encode(), partition=0)
+    producer.flush(60)
+    cluster.kill(data_leader)
+    wait_for(lambda: cluster.leader("reelected", 0) == -1, what="reelected-0 without a leader")
+    producer.commit_transaction(60)  # PrepareCommit stored; the marker waits for a leader
+    txn_partition = transaction_log.partition_for("reelected-id", 3)
+    epoch = cluster.partition_state("__transaction_state", txn_partition).leader_epoch
+    cluster.kill(follower)
+    wait_for(lambda: cluster.partition_state("__transaction_state", txn_partition).leader_epoch > epoch,
+             what="the coordinator elected again at a higher epoch")
+    assert cluster.leader("__transaction_state", txn_partition) == coordinator
+    cluster.start_broker(data_leader)
+    cluster.start_broker(follower)
+    assert read_committed(cluster.bootstrap, "reelected", 1, expect=10) == [f"r{i}".encode() for i in range(10)]
+    again = transactional_producer(cluster.bootstrap, "reelected-id")
+    again.begin_transaction()
+    again.produce("reelected", value=b"next", partition=0)
+    again.commit_transaction(60)

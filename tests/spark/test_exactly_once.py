@@ -51,9 +51,10 @@ def kill_group(process: subprocess.Popen) -> None:
 def finish(process: subprocess.Popen, timeout_s: float = 240) -> None:
     try:
         _, stderr = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as e:
         kill_group(process)
-        raise
+        tail = (e.stderr or b"").decode(errors="replace")[-3000:]
+        pytest.fail(f"the job did not finish within {timeout_s} s; its stderr ends with:\n{tail}")
     assert process.returncode == 0, stderr.decode(errors="replace")[-3000:]
 
 

@@ -164,8 +164,17 @@ class TransactionStateManager:
         if tp.topic != TRANSACTION_STATE_TOPIC:
             return
         if partition is not None and partition.is_leader:
+            held_at = self.coordinator_epoch(tp.partition)
             if self.partitions.elect(tp.partition, partition.leader_epoch):
                 self._load(partition, in_background=True)
+            elif held_at is not None and self.coordinator_epoch(tp.partition) != held_at:
+                # Elected again at a higher leader epoch (the controller took a dead follower out
+                # of the ISR): the transactions held here stay, but completions running under the
+                # old coordinator epoch stop; they go on under the new one, as after a load.
+                log.info("Elected again for %s at epoch %d: resuming its transactions' completions",
+                         tp, partition.leader_epoch)
+                self._on_loaded(tp.partition, [m for m in self.transactions.values()
+                                               if self.partition_for(m.transactional_id) == tp.partition])
         elif self.partitions.resign(tp.partition, partition.leader_epoch if partition is not None else None):
             removed = [m for m in self.transactions.values() if self.partition_for(m.transactional_id) == tp.partition]
             for m in removed:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from logbroker.spark.errors import DataLossError, KafkaClientError
+from logbroker.spark.errors import DataLossError, KafkaClientError, retriable
 from logbroker.spark.offsets import EARLIEST, LATEST, OffsetSpec, PartitionOffsets
 from logbroker.spark.options import SourceOptions, Subscription
 
@@ -91,7 +91,7 @@ class ClusterView:
         while True:
             try:
                 answers = self._consumer.offsets_for_times(request, timeout=LIST_OFFSETS_TRY_S)
-                if not any(tp.error is not None and tp.error.retriable() for tp in answers):
+                if not any(tp.error is not None and retriable(tp.error) for tp in answers):
                     break
                 failure = "; ".join(str(tp.error) for tp in answers if tp.error is not None)
             except KafkaException as e:

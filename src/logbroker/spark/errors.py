@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from confluent_kafka import KafkaError
+
 
 class OptionError(ValueError):
     """An option is missing, malformed or contradicts another one; the message names it."""
@@ -17,3 +19,22 @@ class DataLossError(RuntimeError):
 
 class KafkaClientError(RuntimeError):
     """The Kafka client reported an error the source cannot work around (timeout, unknown topic)."""
+
+
+# Broker error codes Kafka's Java clients retry (their exceptions are RetriableException): a
+# partition without a leader for a moment, a leader that moved, a request that timed out on a
+# busy broker. librdkafka flags its own errors retriable, but not the per-partition codes it hands
+# back from a broker's answer (`KafkaError.retriable()` is False for those).
+RETRIABLE_BROKER_CODES = frozenset({
+    KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.REPLICA_NOT_AVAILABLE, KafkaError.NETWORK_EXCEPTION,
+    KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    KafkaError.KAFKA_STORAGE_ERROR, KafkaError.FENCED_LEADER_EPOCH,
+    KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
+})
+
+
+def retriable(error: KafkaError) -> bool:
+    """Whether a client or broker error is one to retry (with fresh metadata) until a deadline."""
+    return error.retriable() or error.code() in RETRIABLE_BROKER_CODES

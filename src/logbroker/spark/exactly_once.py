@@ -12,7 +12,7 @@ commit for them. Instead each task makes its own write idempotent at the batch l
    speculative copy, a task of a restarted driver and a task on another executor all use the
    same id: `init_transactions` fences every older producer with that id (their writes and
    commits fail with PRODUCER_FENCED) and aborts their open transaction.
-2. Inside the transaction, next to the records, it commits the offset `batch id + 1` for
+2. Inside the transaction, ahead of the records, it commits the offset `batch id + 1` for
    partition 0 of the output topic in a consumer group named like the transactional id
    (TxnOffsetCommit). No consumer ever uses that group; its committed offset is the sink's
    record of the last micro-batch this Spark partition committed, and it becomes visible
@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 import socket
 import struct
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -52,6 +53,12 @@ from logbroker.spark.writer import (DeliveryErrors, ProducedCount, flush_or_rais
 log = logging.getLogger(__name__)
 
 TXN_TIMEOUT_S = 60.0
+# How long send_offsets_to_transaction may take before its producer is given up (see _begin),
+# and how many producers a task tries.
+OFFSETS_WATCHDOG_S = 20.0
+OFFSETS_ATTEMPTS = 3
+# How long a producer and consumer kept from an earlier task may take to read the marker.
+REUSED_READ_TIMEOUT_S = 10.0
 # Spark's local properties, set by MicroBatchExecution for every task of a micro-batch.
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -132,10 +139,11 @@ def _new_session(options: SinkOptions, config: dict[str, object], txn_id: str
     return TransactionalSession(producer, errors, consumer)
 
 
-def _committed_batch_id(session: TransactionalSession, marker: TopicPartition) -> int:
+def _committed_batch_id(session: TransactionalSession, marker: TopicPartition,
+                        timeout_s: float = TXN_TIMEOUT_S) -> int:
     try:
         [tp] = session.marker_consumer.committed([TopicPartition(marker.topic, 0)],
-                                                 timeout=TXN_TIMEOUT_S)
+                                                 timeout=timeout_s)
     except KafkaException as e:
         raise KafkaClientError(f"reading the sink's committed batch id failed: {e}") from None
     if tp.error is not None:
@@ -150,47 +158,106 @@ def _write(options: SinkOptions, txn_id: str, batch_id: int, marker: TopicPartit
                   "transaction.timeout.ms", TXN_TIMEOUT_S * 1000))}
     key = clients.config_key(config)
     session, reused = clients.take(key, lambda: _new_session(options, config, txn_id))
+    for attempt in range(1, OFFSETS_ATTEMPTS + 1):
+        session = _checked_session(session, reused, options, config, txn_id, marker)
+        if session.committed_batch_id >= batch_id:
+            log.info("%s: micro-batch %d already committed (last committed %d): skipped",
+                     txn_id, batch_id, session.committed_batch_id)
+            clients.give_back(key, session, TransactionalSession.close)
+            return ProducedCount(0, skipped=True)
+        try:
+            if _begin(session, batch_id, marker):
+                count = produce_rows(session.producer, session.errors, options, batches)
+                flush_or_raise(session.producer, session.errors, options)
+                _commit(session.producer)
+                session.committed_batch_id = batch_id
+                clients.give_back(key, session, TransactionalSession.close)
+                return ProducedCount(count)
+        except BaseException as e:
+            _abort_quietly(session.producer, txn_id)
+            session.close()  # never reuse a producer that failed: it may be fenced or fatal
+            if isinstance(e, KafkaException):
+                raise KafkaClientError(f"transaction {txn_id} for micro-batch {batch_id} "
+                                       f"failed: {e}") from None
+            raise
+        # The stuck call keeps its producer; the next producer's init_transactions fences it
+        # and aborts its transaction, which holds no record.
+        log.warning("%s: send_offsets_to_transaction did not return within %.0f s (librdkafka "
+                    "loses a group coordinator that left the cluster); attempt %d of %d starts "
+                    "over with a new producer", txn_id, OFFSETS_WATCHDOG_S, attempt,
+                    OFFSETS_ATTEMPTS)
+        session.close()
+        if attempt < OFFSETS_ATTEMPTS:
+            session, reused = _new_session(options, config, txn_id), False
+    raise KafkaClientError(f"transaction {txn_id} for micro-batch {batch_id}: the coordinator "
+                           f"of the sink's marker group (group.id {txn_id}) did not answer "
+                           f"TxnOffsetCommit in {OFFSETS_ATTEMPTS} attempts of "
+                           f"{OFFSETS_WATCHDOG_S:.0f} s; check that the brokers are up")
+
+
+def _checked_session(session: TransactionalSession, reused: bool, options: SinkOptions,
+                     config: dict[str, object], txn_id: str, marker: TopicPartition
+                     ) -> TransactionalSession:
+    """The session to write with, its `committed_batch_id` read from the marker group; on an
+    error, every session this made is closed.
+
+    A cached session gets REUSED_READ_TIMEOUT_S to read the marker: after a broker died, its
+    consumer may wait on a group coordinator that left the cluster (librdkafka, as in _begin),
+    where a new consumer finds the new one at once. It is then replaced by a new session.
+    """
+    if reused:
+        try:
+            committed = _committed_batch_id(session, marker, REUSED_READ_TIMEOUT_S)
+        except KafkaClientError as e:
+            log.warning("%s: %s; starting over with a new producer and consumer", txn_id, e)
+            committed = None
+        if committed == session.committed_batch_id:
+            return session
+        # Another producer used the id since this one committed (it is fenced), or the read
+        # failed: start afresh (init_transactions), and read the marker again now that no one
+        # else can write it.
+        session.close()
+        session = _new_session(options, config, txn_id)
     try:
-        committed = _committed_batch_id(session, marker)
-        if reused and committed != session.committed_batch_id:
-            # Another producer used the id since this one committed: it is fenced. Start
-            # afresh (init_transactions), and read the marker again now that no one else can.
-            session.close()
-            session = _new_session(options, config, txn_id)
-            committed = _committed_batch_id(session, marker)
+        session.committed_batch_id = _committed_batch_id(session, marker)
     except BaseException:
         session.close()
         raise
-    session.committed_batch_id = committed
-    if committed >= batch_id:
-        log.info("%s: micro-batch %d already committed (last committed %d): skipped", txn_id,
-                 batch_id, committed)
-        clients.give_back(key, session, TransactionalSession.close)
-        return ProducedCount(0, skipped=True)
-    producer, errors = session.producer, session.errors
-    errors.errors.clear()
-    in_transaction = False
-    try:
-        producer.begin_transaction()
-        in_transaction = True
-        count = produce_rows(producer, errors, options, batches)
-        flush_or_raise(producer, errors, options)
-        producer.send_offsets_to_transaction(
-            [TopicPartition(marker.topic, marker.partition, batch_id + 1)],
-            session.marker_consumer.consumer_group_metadata(), TXN_TIMEOUT_S)
-        _commit(producer)
-        in_transaction = False
-    except BaseException as e:
-        if in_transaction:
-            _abort_quietly(producer, txn_id)
-        session.close()  # never reuse a producer that failed: it may be fenced or fatal
-        if isinstance(e, KafkaException):
-            raise KafkaClientError(f"transaction {txn_id} for micro-batch {batch_id} failed: "
-                                   f"{e}") from None
-        raise
-    session.committed_batch_id = batch_id
-    clients.give_back(key, session, TransactionalSession.close)
-    return ProducedCount(count)
+    return session
+
+
+def _begin(session: TransactionalSession, batch_id: int, marker: TopicPartition) -> bool:
+    """Begin the transaction and put the marker `batch id + 1` in it, before any record.
+
+    The marker goes first so that a producer stuck in send_offsets_to_transaction can be given
+    up before a row is taken from Spark: librdkafka (2.16 at least; its issues #5456 and #5511)
+    may wait forever, past the call's timeout, for a group coordinator it remembers after that
+    broker left the cluster (a leader killed mid-stream). Returns False when the call did not
+    return within OFFSETS_WATCHDOG_S: the session must then be dropped, its producer unused.
+    """
+    producer = session.producer
+    session.errors.errors.clear()
+    producer.begin_transaction()
+    outcome: list[BaseException | None] = []
+    done = threading.Event()
+
+    def send_offsets() -> None:
+        try:
+            producer.send_offsets_to_transaction(
+                [TopicPartition(marker.topic, marker.partition, batch_id + 1)],
+                session.marker_consumer.consumer_group_metadata(), OFFSETS_WATCHDOG_S)
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 - raised in the task's thread below
+            outcome.append(e)
+        finally:
+            done.set()
+
+    threading.Thread(target=send_offsets, name="send-offsets", daemon=True).start()
+    if not done.wait(OFFSETS_WATCHDOG_S + 5):
+        return False
+    if outcome[0] is not None:
+        raise outcome[0]
+    return True
 
 
 def _commit(producer: Producer) -> None:
