@@ -150,7 +150,8 @@ def _flexible(frame: memoryview, pos: int, end: int) -> ProduceRequest:
         pos = pos + 1 if frame[pos] == 0 else skip_tagged_fields(frame, pos, end)
         topics.append(_new(TopicProduceData, (name, tuple(partitions))))
     pos = pos + 1 if frame[pos] == 0 else skip_tagged_fields(frame, pos, end)
-    _check_end(pos, end)
+    if pos > end:
+        raise _past_end(pos, end)
     return _new(ProduceRequest, (transactional_id, acks, timeout_ms, tuple(topics)))
 
 

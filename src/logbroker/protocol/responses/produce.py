@@ -67,7 +67,8 @@ def encode_produce_response(
     node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> bytes:
     """The whole response frame (size prefix, header, body)."""
-    check_version("Produce", version, 3, 12)
+    if not 3 <= version <= 12:
+        check_version("Produce", version, 3, 12)  # raises
     flexible = version >= 9
     with_leaders = version >= 10
     with_record_errors = version >= 8
@@ -75,7 +76,7 @@ def encode_produce_response(
     # A partition with nothing but its numbers (no record errors, message or leader: every
     # successful append) is one pack and a constant tail: what a small produce answers.
     plain_tail = _PLAIN_TAIL[(with_record_errors, flexible)]
-    parts: list[bytes] = [b"", wire.array_length(len(topics), flexible)]
+    parts: list[bytes] = [b"", _array_length(len(topics), flexible)]
     append = parts.append
     for name, partitions in topics:
         append(_topic_prefix(name, len(partitions), flexible))
@@ -113,6 +114,9 @@ def encode_produce_response(
     else:
         append(_I32.pack(throttle_time_ms))
     return frame(parts, correlation_id, flexible)
+
+
+_array_length = functools.lru_cache(maxsize=64)(wire.array_length)  # the topic count: 1, nearly always
 
 
 @functools.lru_cache(maxsize=1024)
