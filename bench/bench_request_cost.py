@@ -20,11 +20,13 @@ broker that answers those Produce requests from their header alone (CANNED_BROKE
 `--src`): the part of a request's CPU that is the event loop, the socket, framing and the response
 write rather than its own work; `--echo` the same load against a minimal uvloop server that
 answers each Produce with a canned frame (ECHO_SERVER): the floor of any Python server on this
-machine. All columns of the paced table run interleaved, run by run.
+machine. All columns of the paced table run interleaved, run by run. `--layers` times each layer of
+the paced Produce's way through the broker in situ (LAYERED_BROKER: a thread-CPU clock around
+data_received, the frame decoder, the dispatcher, decode, handler, append, encode, the write).
 
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_request_cost.py [--quick] [--profile] [--paced-only]
         [--src /work/main/src --src $PWD/src]
-        [--librdkafka [--rates 1000,2500,8000] [--consumer] [--floor] [--echo]]
+        [--librdkafka [--rates 1000,2500,8000] [--consumer] [--floor] [--echo]] [--layers]
 """
 
 from __future__ import annotations
@@ -210,6 +212,89 @@ def canned(self, frame, connection):
 dispatch.Dispatcher.__call__ = canned
 runpy.run_module("logbroker.cli", run_name="__main__")
 """ % PACED_TOPIC
+
+# The paced scenario's CPU by layer, in situ: the broker with a thread-CPU clock around each layer
+# of a Produce's way (LAYERS: module, class or None, function), counting from SIGUSR1 and writing
+# {label: [ns, calls]} to the path in argv[1] on SIGUSR2. Layers nest, so each figure includes the
+# ones below it; each wrapper adds about one µs (two clock reads, which on this VM are syscalls),
+# reported as the cost of a wrapped no-op (os.getpid).
+LAYERS = [  # (module, class or None, function, label)
+    ("logbroker.server.network", "KafkaConnection", "data_received", "data_received (all of a read)"),
+    ("logbroker.protocol.framing", "FrameDecoder", "feed", "FrameDecoder.feed"),
+    ("logbroker.server.dispatch", "Dispatcher", "__call__", "Dispatcher.__call__"),
+    # the dispatcher calls decode_request_fields; trees before it, decode_request (one slot)
+    ("logbroker.protocol.codec", None, "decode_request_fields", "decode"),
+    ("logbroker.protocol.codec", None, "decode_request", "decode"),
+    ("logbroker.server.apis.produce", None, "handle", "produce handler"),
+    ("logbroker.replication.replica_manager", "ReplicaManager", "append_records_now",
+     "ReplicaManager.append_records_now"),
+    ("logbroker.replication.partition", "Partition", "append_records_to_leader", "Partition.append_records_to_leader"),
+    ("logbroker.storage.log", "Log", "append_as_leader", "Log.append_as_leader (storage)"),
+    ("logbroker.server.apis.produce", None, "encode_produce_response", "encode"),
+    ("logbroker.server.network", "KafkaConnection", "_write_now", "_write_now (the send)"),
+]
+LAYERED_BROKER = """
+import importlib, json, os, runpy, signal, sys, time
+out = sys.argv[1]
+sys.argv = ["logbroker"] + sys.argv[2:]
+clock, spent = time.thread_time_ns, {}
+
+def wrap(module, owner, name, label):
+    holder = importlib.import_module(module)
+    holder = getattr(holder, owner) if owner else holder
+    real = getattr(holder, name, None)
+    if real is None:  # a tree without this function (an older main)
+        return
+    slot = spent.setdefault(label, [0, 0])
+    def timed(*args, **kwargs):
+        t0 = clock()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            slot[0] += clock() - t0
+            slot[1] += 1
+    setattr(holder, name, timed)
+    if module == "logbroker.server.apis.produce" and name == "handle":
+        importlib.import_module("logbroker.server.apis").REGISTRY[0] = timed
+
+def reset(*_):
+    for slot in spent.values():
+        slot[0] = slot[1] = 0
+
+def dump(*_):
+    for _ in range(1000):
+        os.getpid()
+    with open(out + ".tmp", "w") as f:
+        json.dump(spent, f)
+    os.rename(out + ".tmp", out)
+
+wrap("os", None, "getpid", "(a wrapped no-op)")
+for module, owner, name, label in %r:
+    wrap(module, owner, name, label)
+signal.signal(signal.SIGUSR1, reset)
+signal.signal(signal.SIGUSR2, dump)
+runpy.run_module("logbroker.cli", run_name="__main__")
+""" % (LAYERS,)
+
+
+def layers_paced(broker: BrokerProcess, out: Path, *, rate: int, seconds: float) -> dict[str, float]:
+    """µs of thread CPU per Produce request in each of LAYERS, in a LAYERED_BROKER under the
+    paced load (acks=1), with the process's µs per request as "(process)"."""
+    import json
+
+    librdkafka_paced(broker, acks=1, rate=rate, seconds=0.5)  # warm, and the producer connected
+    os.kill(broker.process.pid, signal.SIGUSR1)
+    r = librdkafka_paced(broker, acks=1, rate=rate, seconds=seconds)
+    out.unlink(missing_ok=True)
+    os.kill(broker.process.pid, signal.SIGUSR2)
+    deadline = time.monotonic() + 10
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    n = max(1, r["requests"])
+    layers = {label: (ns / max(1, calls) if label.startswith("(") else ns / n) / 1000
+              for label, (ns, calls) in json.loads(out.read_text()).items()}
+    return {"(process)": r["us_per_request"], **layers}
+
 
 # The echo floor: not the broker at all, a minimal uvloop server in the same shape as the broker's
 # socket side (one Protocol per connection, frames cut from each read, one writelines per read)
@@ -461,18 +546,18 @@ def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: fl
 
 
 def start_broker(root: Path, src: str | None, profiled: Path | None = None, *,
-                 canned: bool = False) -> BrokerProcess:
+                 canned: bool = False, layered: Path | None = None) -> BrokerProcess:
     src, _, env = (src or "").partition("::")  # PATH::KEY=VALUE,… sets the broker's environment too
     if src:
         os.environ["PYTHONPATH"] = src
     saved = dict(os.environ)
     os.environ.update(item.split("=", 1) for item in env.split(",") if item)
     broker = BrokerProcess(root, overrides={"num.partitions": "1", "log.segment.bytes": str(1 << 30)})
-    if profiled is not None or canned:
+    if profiled is not None or canned or layered is not None:
         command = broker.command()
         assert command[1:4] == ["-m", "logbroker.cli", "serve"], command
-        script = CANNED_BROKER if canned else PROFILED_BROKER
-        broker.command = lambda: [command[0], "-c", script, str(profiled), *command[3:]]
+        script = CANNED_BROKER if canned else LAYERED_BROKER if layered else PROFILED_BROKER
+        broker.command = lambda: [command[0], "-c", script, str(layered or profiled), *command[3:]]
     broker.start()
     os.environ.clear()
     os.environ.update(saved)
@@ -512,6 +597,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--echo", action="store_true",
                         help="with --librdkafka: the same paced load against a minimal uvloop server answering each "
                              "Produce with a canned response (ECHO_SERVER): the floor of any Python server here")
+    parser.add_argument("--layers", action="store_true",
+                        help="the paced Produce's CPU by layer, in situ (LAYERED_BROKER), at the first of --rates")
     parser.add_argument("--paced-only", action="store_true", help="skip the raw-socket cases")
     parser.add_argument("--keep", help="work in this directory and keep it (the profiles: profiled-N/stats)")
     args = parser.parse_args(argv)
@@ -581,20 +668,41 @@ def main(argv: list[str] | None = None) -> int:
                     for label in paced_brokers:
                         runs = paced[(rate, acks, with_consumer, label)]
                         if not runs:
-                            row += ["", "", "", "", ""]
+                            row += [""] * (5 if args.consumer else 4)
                             continue
                         row += [f"{median([r['us_per_request'] for r in runs]):.0f}",
                                 " / ".join(f"{r['us_per_request']:.0f}" for r in runs),
-                                f"{median([r['records'] / max(1, r['requests'] - r['fetches']) for r in runs]):.2f}",
-                                f"{median([r['fetches'] for r in runs]) / (seconds + 1):,.0f}" if with_consumer else "",
-                                f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%"]
+                                f"{median([r['records'] / max(1, r['requests'] - r['fetches']) for r in runs]):.2f}"]
+                        if args.consumer:
+                            row.append(f"{median([r['fetches'] for r in runs]) / (seconds + 1):,.0f}"
+                                       if with_consumer else "")
+                        row.append(f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%")
                     rows.append(row)
             headers = ["load"]
             for label in paced_brokers:
-                headers += [f"µs/request ({label})", "each run", "records/produce", "fetches/s", "CPU"]
+                headers += [f"µs/request ({label})", "each run", "records/produce"]
+                headers += ["fetches/s", "CPU"] if args.consumer else ["CPU"]
             say(table(headers, rows))
             for floor in floors.values():
                 floor.stop()
+        if args.layers:
+            say("\n### The paced Produce by layer: µs of thread CPU per request, in situ (acks=1; each "
+                "layer includes those below it)")
+            rate = int(args.rates.split(",")[0])
+            layered = {src: start_broker(root / f"layered{i}", src, layered=root / f"layers{i}.json")
+                       for i, src in enumerate(srcs)}
+            by_layer: dict = collections.defaultdict(list)
+            for _ in range(args.repeat):
+                for i, (src, broker) in enumerate(layered.items()):
+                    for label, us in layers_paced(broker, root / f"layers{i}.json", rate=rate,
+                                                  seconds=seconds + 2).items():
+                        by_layer[(label, src)].append(us)
+            labels = list(dict.fromkeys(label for label, _ in by_layer))
+            say(table(["layer"] + [f"µs ({src or 'broker'})" for src in srcs],
+                      [[label] + [" / ".join(f"{us:.1f}" for us in by_layer[(label, src)]) for src in srcs]
+                       for label in labels]))
+            for broker in layered.values():
+                broker.stop()
         say(f"- load average after: {os.getloadavg()}")
         if args.profile:
             say("\n### Breakdown: µs of broker CPU per request by stage (cProfile, CPU clock; ping-pong)")
