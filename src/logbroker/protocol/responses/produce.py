@@ -71,8 +71,8 @@ def encode_produce_response(
         check_version("Produce", version, 3, 12)  # raises
     flexible = version >= 9
     with_leaders = version >= 10
+    with_log_start = version >= 5
     with_record_errors = version >= 8
-    partition = _V5 if version >= 5 else _V3
     # A partition with nothing but its numbers (no record errors, message or leader: every
     # successful append) is one pack and a constant tail: what a small produce answers.
     plain_tail = _PLAIN_TAIL[(with_record_errors, flexible)]
@@ -82,10 +82,10 @@ def encode_produce_response(
         append(_topic_prefix(name, len(partitions), flexible))
         for (index, error_code, base_offset, log_append_time_ms, log_start_offset, record_errors,
              error_message, current_leader) in partitions:
-            if version >= 5:
-                append(partition.pack(index, error_code, base_offset, log_append_time_ms, log_start_offset))
+            if with_log_start:
+                append(_V5.pack(index, error_code, base_offset, log_append_time_ms, log_start_offset))
             else:
-                append(partition.pack(index, error_code, base_offset, log_append_time_ms))
+                append(_V3.pack(index, error_code, base_offset, log_append_time_ms))
             if not record_errors and error_message is None and current_leader is None:
                 append(plain_tail)
                 continue
