@@ -19,7 +19,10 @@ finds one new record, and one that waits in the purgatory until an append answer
 append included). The garbage collector is frozen after start, as `logbroker serve` does, so a
 full collection of the broker's objects does not land in a measured call.
 
-    PYTHONPATH=$PWD/src .venv/bin/python bench/bench_dispatch.py [--src A --src B] [--count 10000]
+`--steps` counts instead of timing: Python opcodes executed and calls made per request
+(sys.settrace / sys.setprofile), the same on a busy machine as on a quiet one.
+
+    PYTHONPATH=$PWD/src .venv/bin/python bench/bench_dispatch.py [--src A --src B] [--count 10000] [--steps]
 """
 
 from __future__ import annotations
@@ -64,7 +67,39 @@ def _cases() -> list[tuple[str, bytes]]:
             ("fetch, a few records", rc.fetch_frame(offset=0, max_wait_ms=500, partition_max_bytes=4096))]
 
 
-async def _measure(count: int, pollute_mib: int, repeat: int) -> dict[str, tuple[float, float]]:
+def _steps(call, n: int = 50) -> tuple[float, float, float]:
+    """(Python opcodes executed, Python calls, C calls) per `call()`: counted with sys.settrace
+    and sys.setprofile, so the same on a busy machine as on a quiet one — the measure to compare
+    small changes by while the clock is too noisy to."""
+    counts = [0, 0, 0]
+
+    def trace(frame, event, arg):  # noqa: ANN001, ANN202
+        frame.f_trace_opcodes, frame.f_trace_lines = True, False
+        if event == "opcode":
+            counts[0] += 1
+        return trace
+
+    def profile(frame, event, arg):  # noqa: ANN001, ANN202
+        if event == "call":
+            counts[1] += 1
+        elif event == "c_call":
+            counts[2] += 1
+
+    for _ in range(5):
+        call()
+    sys.settrace(trace)
+    sys.setprofile(profile)
+    try:
+        for _ in range(n):
+            call()
+    finally:
+        sys.settrace(None)
+        sys.setprofile(None)
+    return counts[0] / n, counts[1] / n, counts[2] / n
+
+
+async def _measure(count: int, pollute_mib: int, repeat: int,
+                   steps: bool = False) -> dict[str, tuple[float, ...]]:
     sys.path.insert(0, HERE)
     import bench_request_cost as rc
 
@@ -92,6 +127,12 @@ async def _measure(count: int, pollute_mib: int, repeat: int) -> dict[str, tuple
         gc.collect()
         gc.freeze()  # as `logbroker serve` does once started: no collection walks what start built
         results = {}
+        if steps:
+            for name, frame in _cases():
+                body = bytes(frame[4:])
+                results[name] = _steps(lambda: handler(memoryview(bytes(body)), connection))
+            await broker.shutdown()
+            return results
         for name, frame in _cases():
             body = bytes(frame[4:])
             n = count // 8 if "63" in name else count  # the big batches: a smaller log
@@ -201,25 +242,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=10000, help="requests per warm run")
     parser.add_argument("--pollute", type=int, default=8, help="MiB written between cold calls")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--steps", action="store_true",
+                        help="count Python opcodes and calls per request instead of timing (deterministic)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child or not args.src:
-        results = asyncio.run(_measure(args.count, args.pollute, args.repeat))
-        for name, (warm, cold) in results.items():
-            print(f"{name}\t{warm:.1f}\t{cold:.1f}")
+        results = asyncio.run(_measure(args.count, args.pollute, args.repeat, args.steps))
+        for name, values in results.items():
+            print("\t".join([name, *(f"{v:.1f}" for v in values)]))
         return 0
     rows: dict[str, list[str]] = {}
     for src in args.src:  # one process per tree, each importing its own logbroker
         out = subprocess.run([sys.executable, __file__, "--child", "--count", str(args.count),
-                              "--pollute", str(args.pollute), "--repeat", str(args.repeat)],
+                              "--pollute", str(args.pollute), "--repeat", str(args.repeat),
+                              *(["--steps"] if args.steps else [])],
                              env={**os.environ, "PYTHONPATH": src}, capture_output=True, text=True, check=True)
         for line in out.stdout.splitlines():
-            name, warm, cold = line.split("\t")
-            rows.setdefault(name, []).extend([warm, cold])
+            name, *values = line.split("\t")
+            rows.setdefault(name, []).extend(values)
     print(f"- load average: {os.getloadavg()}")
-    header = "| request | " + " | ".join(f"warm µs ({s}) | cold µs ({s})" for s in args.src) + " |"
+    columns = ("opcodes", "Python calls", "C calls") if args.steps else ("warm µs", "cold µs")
+    header = "| request | " + " | ".join(f"{c} ({s})" for s in args.src for c in columns) + " |"
     print(header)
-    print("|---|" + "---:|" * (2 * len(args.src)))
+    print("|---|" + "---:|" * (len(columns) * len(args.src)))
     for name, values in rows.items():
         print(f"| {name} | " + " | ".join(values) + " |")
     return 0

@@ -16,12 +16,17 @@ case, run under cProfile with a CPU clock.
 `--librdkafka` adds issue 20's scenario as a user runs it (confluent-kafka, 1 KiB records, 6
 partitions, linger.ms=0, paced at `--rates`); `--consumer` the same at acks=1 with a consumer
 reading as the records come (long polls of 6 partitions); `--floor` the producer's load against a
-broker that answers those Produce requests from their header alone (CANNED_BROKER): the part of a
-request's CPU that is the event loop, the socket, framing and the response write rather than its
-own work.
+broker that answers those Produce requests from their header alone (CANNED_BROKER, one per
+`--src`): the part of a request's CPU that is the event loop, the socket, framing and the response
+write rather than its own work; `--echo` the same load against a minimal uvloop server that
+answers each Produce with a canned frame (ECHO_SERVER): the floor of any Python server on this
+machine. All columns of the paced table run interleaved, run by run. `--layers` times each layer of
+the paced Produce's way through the broker in situ (LAYERED_BROKER: a thread-CPU clock around
+data_received, the frame decoder, the dispatcher, decode, handler, append, encode, the write).
 
-    PYTHONPATH=$PWD/src .venv/bin/python bench/bench_request_cost.py [--quick] [--profile]
-        [--src /work/main/src --src $PWD/src] [--librdkafka [--rates 1000,2500,8000] [--consumer] [--floor]]
+    PYTHONPATH=$PWD/src .venv/bin/python bench/bench_request_cost.py [--quick] [--profile] [--paced-only]
+        [--src /work/main/src --src $PWD/src]
+        [--librdkafka [--rates 1000,2500,8000] [--consumer] [--floor] [--echo]] [--layers]
 """
 
 from __future__ import annotations
@@ -208,6 +213,212 @@ dispatch.Dispatcher.__call__ = canned
 runpy.run_module("logbroker.cli", run_name="__main__")
 """ % PACED_TOPIC
 
+# The paced scenario's CPU by layer, in situ: the broker with a thread-CPU clock around each layer
+# of a Produce's way (LAYERS: module, class or None, function), counting from SIGUSR1 and writing
+# {label: [ns, calls]} to the path in argv[1] on SIGUSR2. Layers nest, so each figure includes the
+# ones below it; each wrapper adds about one µs (two clock reads, which on this VM are syscalls),
+# reported as the cost of a wrapped no-op (os.getpid).
+LAYERS = [  # (module, class or None, function, label)
+    ("logbroker.server.network", "KafkaConnection", "data_received", "data_received (all of a read)"),
+    ("logbroker.protocol.framing", "FrameDecoder", "feed", "FrameDecoder.feed"),
+    ("logbroker.server.dispatch", "Dispatcher", "__call__", "Dispatcher.__call__"),
+    # the dispatcher calls decode_request_fields; trees before it, decode_request (one slot)
+    ("logbroker.protocol.codec", None, "decode_request_fields", "decode"),
+    ("logbroker.protocol.codec", None, "decode_request", "decode"),
+    ("logbroker.server.apis.produce", None, "handle", "produce handler"),
+    ("logbroker.replication.replica_manager", "ReplicaManager", "append_records_now",
+     "ReplicaManager.append_records_now"),
+    ("logbroker.replication.partition", "Partition", "append_records_to_leader", "Partition.append_records_to_leader"),
+    ("logbroker.storage.log", "Log", "append_as_leader", "Log.append_as_leader (storage)"),
+    ("logbroker.server.apis.produce", None, "encode_produce_response", "encode"),
+    ("logbroker.server.network", "KafkaConnection", "_write_now", "_write_now (the send)"),
+]
+LAYERED_BROKER = """
+import importlib, json, os, runpy, signal, sys, time
+out = sys.argv[1]
+sys.argv = ["logbroker"] + sys.argv[2:]
+clock, spent = time.thread_time_ns, {}
+
+def wrap(module, owner, name, label):
+    holder = importlib.import_module(module)
+    holder = getattr(holder, owner) if owner else holder
+    real = getattr(holder, name, None)
+    if real is None:  # a tree without this function (an older main)
+        return
+    slot = spent.setdefault(label, [0, 0])
+    def timed(*args, **kwargs):
+        t0 = clock()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            slot[0] += clock() - t0
+            slot[1] += 1
+    setattr(holder, name, timed)
+    if module == "logbroker.server.apis.produce" and name == "handle":
+        importlib.import_module("logbroker.server.apis").REGISTRY[0] = timed
+
+def reset(*_):
+    for slot in spent.values():
+        slot[0] = slot[1] = 0
+
+def dump(*_):
+    for _ in range(1000):
+        os.getpid()
+    with open(out + ".tmp", "w") as f:
+        json.dump(spent, f)
+    os.rename(out + ".tmp", out)
+
+wrap("os", None, "getpid", "(a wrapped no-op)")
+for module, owner, name, label in %r:
+    wrap(module, owner, name, label)
+signal.signal(signal.SIGUSR1, reset)
+signal.signal(signal.SIGUSR2, dump)
+runpy.run_module("logbroker.cli", run_name="__main__")
+""" % (LAYERS,)
+
+
+def layers_paced(broker: BrokerProcess, out: Path, *, rate: int, seconds: float) -> dict[str, float]:
+    """µs of thread CPU per Produce request in each of LAYERS, in a LAYERED_BROKER under the
+    paced load (acks=1), with the process's µs per request as "(process)"."""
+    import json
+
+    librdkafka_paced(broker, acks=1, rate=rate, seconds=0.5)  # warm, and the producer connected
+    os.kill(broker.process.pid, signal.SIGUSR1)
+    r = librdkafka_paced(broker, acks=1, rate=rate, seconds=seconds)
+    out.unlink(missing_ok=True)
+    os.kill(broker.process.pid, signal.SIGUSR2)
+    deadline = time.monotonic() + 10
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    n = max(1, r["requests"])
+    layers = {label: (ns / max(1, calls) if label.startswith("(") else ns / n) / 1000
+              for label, (ns, calls) in json.loads(out.read_text()).items()}
+    return {"(process)": r["us_per_request"], **layers}
+
+
+# The echo floor: not the broker at all, a minimal uvloop server in the same shape as the broker's
+# socket side (one Protocol per connection, frames cut from each read, one writelines per read)
+# that answers each Produce with a canned response carrying the request's correlation id and
+# partition. What a paced request costs a Python process on this machine with no work per request:
+# the wake-up, the syscalls, the loop's iteration and a few Python steps. ApiVersions (listing
+# only the three APIs it answers) and Metadata (this server as broker 0, the paced topic) are
+# canned too, encoded in the bench process (`echo_answers`), so the echo imports nothing of ours.
+ECHO_SERVER = """
+import pickle, socket, sys, uvloop, asyncio
+answers = pickle.load(open(sys.argv[1], "rb"))  # (api key, version, partition or -1) -> frame
+port, ready_file = int(sys.argv[2]), sys.argv[3]
+
+class Echo(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport = transport
+        self.partial = b""
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data):
+        if self.partial:
+            data = self.partial + data
+        pos, end, out = 0, len(data), []
+        while end - pos >= 4:
+            size = int.from_bytes(data[pos:pos + 4], "big")
+            if end - pos - 4 < size:
+                break
+            key, version = data[pos + 5], data[pos + 7]  # api key and version < 256: low bytes
+            answer = answers[(key, version, partition(data, pos, version) if key == 0 else -1)]
+            out += (answer[:4], data[pos + 8:pos + 12], answer[8:])
+            pos += 4 + size
+        self.partial = data[pos:]
+        if out:
+            self.transport.writelines(out)
+
+def partition(data, pos, version):
+    # The partition of a Produce of one topic and one partition (what this load sends).
+    pos += 14 + int.from_bytes(data[pos + 12:pos + 14], "big")  # size, header, client id
+    if version >= 9:  # tagged fields, transactional id (null), acks, timeout, 1 topic, its name, 1 partition
+        pos += 1 + 1 + 6 + 1
+        pos += data[pos] + 1  # the name's length + 1, then the name, and the partition count
+    else:
+        pos += 2 + 6 + 4
+        pos += 2 + int.from_bytes(data[pos:pos + 2], "big") + 4
+    return int.from_bytes(data[pos:pos + 4], "big")
+
+async def main():
+    await asyncio.get_running_loop().create_server(Echo, "127.0.0.1", port)
+    open(ready_file, "w").close()
+    await asyncio.Event().wait()
+
+uvloop.run(main())
+"""
+
+
+def echo_answers(port: int) -> dict:
+    """The echo server's canned frames (correlation id 0, patched per request): ApiVersions at every
+    version listing ApiVersions, Metadata and Produce at the broker's versions; Metadata with this
+    server as the only broker and PACED_TOPIC's 6 partitions on it; Produce for each partition."""
+    import dataclasses
+
+    from logbroker.protocol import apis, codec
+    from logbroker.protocol.apis import ApiKey, api_spec
+    from logbroker.protocol.responses.metadata import (MetadataBroker, MetadataPartition, MetadataTopic,
+                                                       encode_metadata_response)
+    from logbroker.protocol.responses.produce import ProducePartitionResult, encode_produce_response
+
+    def versions(key):
+        spec = api_spec(key)
+        return range(spec.min_version, spec.max_version + 1)
+
+    answers = {}
+    entries = [(k, api_spec(k).min_version, api_spec(k).max_version)
+               for k in (ApiKey.PRODUCE, ApiKey.METADATA, ApiKey.API_VERSIONS)]
+    for v in versions(ApiKey.API_VERSIONS):
+        _response_cls, entry_cls = apis._api_versions_classes(v)
+        body = dataclasses.replace(apis.api_versions_body(v), api_keys=tuple(
+            entry_cls(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in entries))
+        answers[(ApiKey.API_VERSIONS, v, -1)] = codec.encode_response(ApiKey.API_VERSIONS, v, 0, body)
+    partitions = [MetadataPartition(0, p, 0, 0, (0,), (0,)) for p in range(6)]
+    for v in versions(ApiKey.METADATA):
+        answers[(ApiKey.METADATA, v, -1)] = encode_metadata_response(
+            v, 0, brokers=[MetadataBroker(0, "127.0.0.1", port)], topics=[MetadataTopic(0, PACED_TOPIC, partitions)],
+            cluster_id="echo", controller_id=0)
+    for v in versions(ApiKey.PRODUCE):
+        for p in range(6):
+            answers[(ApiKey.PRODUCE, v, p)] = encode_produce_response(
+                v, 0, [(PACED_TOPIC, [ProducePartitionResult(p, 0, 0, -1, 0)])])
+    return answers
+
+
+class EchoProcess:
+    """ECHO_SERVER in a subprocess, with what librdkafka_paced needs of a BrokerProcess."""
+
+    def __init__(self, root: Path, src: str | None) -> None:
+        import pickle
+        import subprocess
+
+        root.mkdir(parents=True, exist_ok=True)
+        ready_file = root / "listening"
+        # The Metadata answer names the server's own port, known once it listens: take a free
+        # port first, build the answers for it, then let the server bind it.
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        (root / "answers").write_bytes(pickle.dumps({(int(k), v, p): a for (k, v, p), a in echo_answers(port).items()}))
+        env = dict(os.environ)
+        if src:
+            env["PYTHONPATH"] = src.partition("::")[0]
+        self.process = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(root / "answers"), str(port),
+                                         str(ready_file)], env=env)
+        deadline = time.monotonic() + 30
+        while not ready_file.exists():
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError("the echo server did not start")
+            time.sleep(0.05)
+        self.bootstrap = f"127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
 STAGES = [
     ("read + frame", ("recv", "_read_ready", "data_received", "framing.py")),
     ("write", ("'send'", "sendfile", "writelines", "_write_now", "_write_loop", "_send", "_write_bytes",
@@ -335,18 +546,18 @@ def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: fl
 
 
 def start_broker(root: Path, src: str | None, profiled: Path | None = None, *,
-                 canned: bool = False) -> BrokerProcess:
+                 canned: bool = False, layered: Path | None = None) -> BrokerProcess:
     src, _, env = (src or "").partition("::")  # PATH::KEY=VALUE,… sets the broker's environment too
     if src:
         os.environ["PYTHONPATH"] = src
     saved = dict(os.environ)
     os.environ.update(item.split("=", 1) for item in env.split(",") if item)
     broker = BrokerProcess(root, overrides={"num.partitions": "1", "log.segment.bytes": str(1 << 30)})
-    if profiled is not None or canned:
+    if profiled is not None or canned or layered is not None:
         command = broker.command()
         assert command[1:4] == ["-m", "logbroker.cli", "serve"], command
-        script = CANNED_BROKER if canned else PROFILED_BROKER
-        broker.command = lambda: [command[0], "-c", script, str(profiled), *command[3:]]
+        script = CANNED_BROKER if canned else LAYERED_BROKER if layered else PROFILED_BROKER
+        broker.command = lambda: [command[0], "-c", script, str(layered or profiled), *command[3:]]
     broker.start()
     os.environ.clear()
     os.environ.update(saved)
@@ -383,11 +594,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", action="store_true",
                         help="with --librdkafka: the same paced load against a broker that answers those Produce "
                              "requests without appending (the event loop, socket and framing alone)")
+    parser.add_argument("--echo", action="store_true",
+                        help="with --librdkafka: the same paced load against a minimal uvloop server answering each "
+                             "Produce with a canned response (ECHO_SERVER): the floor of any Python server here")
+    parser.add_argument("--layers", action="store_true",
+                        help="the paced Produce's CPU by layer, in situ (LAYERED_BROKER), at the first of --rates")
+    parser.add_argument("--paced-only", action="store_true", help="skip the raw-socket cases")
     parser.add_argument("--keep", help="work in this directory and keep it (the profiles: profiled-N/stats)")
     args = parser.parse_args(argv)
     seconds = 1.0 if args.quick else 3.0
     srcs = args.src or [None]
-    cases = [(n, f) for n, f in CASES if args.cases in n]
+    cases = [] if args.paced_only else [(n, f) for n, f in CASES if args.cases in n]
     with tempfile.TemporaryDirectory(prefix="bench-request-cost-") as tmp:
         root = Path(args.keep or tmp)
         say("## Request cost (issue 20)")
@@ -418,45 +635,74 @@ def main(argv: list[str] | None = None) -> int:
         for src in srcs:
             tag = f" ({src})" if src else ""
             headers += [f"broker µs/request{tag}", "each run", "requests/s"]
-        say(table(headers, rows))
+        if cases:
+            say(table(headers, rows))
         if args.librdkafka:
             rates = [int(r) for r in args.rates.split(",")]
-            paced_brokers = dict(brokers)
+            # Labelled columns, interleaved run by run: each tree's broker, then its canned-answer
+            # broker (--floor), then the echo server (--echo).
+            paced_brokers = {(src or "broker"): broker for src, broker in brokers.items()}
+            floors = {}
             if args.floor:
-                paced_brokers["canned answer"] = start_broker(root / "canned", srcs[-1], canned=True)
+                for i, src in enumerate(srcs):
+                    floors[f"canned answer{f' ({src})' if src else ''}"] = start_broker(root / f"canned{i}", src,
+                                                                                     canned=True)
+            if args.echo:
+                floors["echo"] = EchoProcess(root / "echo", srcs[-1])
+            paced_brokers.update(floors)
             loads = [(acks, False) for acks in (1, -1)] + ([(1, True)] if args.consumer else [])
             paced: dict = collections.defaultdict(list)
             for _ in range(args.repeat):
                 for rate in rates:
                     for acks, with_consumer in loads:
-                        for src, broker in paced_brokers.items():
-                            if with_consumer and src == "canned answer":
-                                continue  # it answers Produce only
-                            paced[(rate, acks, with_consumer, src)].append(librdkafka_paced(
+                        for label, broker in paced_brokers.items():
+                            if with_consumer and label in floors:
+                                continue  # they answer Produce only
+                            paced[(rate, acks, with_consumer, label)].append(librdkafka_paced(
                                 broker, acks=acks, rate=rate, seconds=seconds + 1, consumer=with_consumer))
             rows = []
             for rate in rates:
                 for acks, with_consumer in loads:
                     row = [f"confluent-kafka, 1 KiB at {rate:,}/s, 6 partitions, linger.ms=0, "
                            f"acks={'all' if acks < 0 else 1}" + (", and a consumer" if with_consumer else "")]
-                    for src in paced_brokers:
-                        runs = paced[(rate, acks, with_consumer, src)]
+                    for label in paced_brokers:
+                        runs = paced[(rate, acks, with_consumer, label)]
                         if not runs:
-                            row += ["", "", "", "", ""]
+                            row += [""] * (5 if args.consumer else 4)
                             continue
                         row += [f"{median([r['us_per_request'] for r in runs]):.0f}",
                                 " / ".join(f"{r['us_per_request']:.0f}" for r in runs),
-                                f"{median([r['records'] / max(1, r['requests'] - r['fetches']) for r in runs]):.2f}",
-                                f"{median([r['fetches'] for r in runs]) / (seconds + 1):,.0f}" if with_consumer else "",
-                                f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%"]
+                                f"{median([r['records'] / max(1, r['requests'] - r['fetches']) for r in runs]):.2f}"]
+                        if args.consumer:
+                            row.append(f"{median([r['fetches'] for r in runs]) / (seconds + 1):,.0f}"
+                                       if with_consumer else "")
+                        row.append(f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%")
                     rows.append(row)
             headers = ["load"]
-            for src in paced_brokers:
-                tag = f" ({src})" if src else ""
-                headers += [f"broker µs/request{tag}", "each run", "records/produce", "fetches/s", "broker CPU"]
+            for label in paced_brokers:
+                headers += [f"µs/request ({label})", "each run", "records/produce"]
+                headers += ["fetches/s", "CPU"] if args.consumer else ["CPU"]
             say(table(headers, rows))
-            if args.floor:
-                paced_brokers.pop("canned answer").stop()
+            for floor in floors.values():
+                floor.stop()
+        if args.layers:
+            say("\n### The paced Produce by layer: µs of thread CPU per request, in situ (acks=1; each "
+                "layer includes those below it)")
+            rate = int(args.rates.split(",")[0])
+            layered = {src: start_broker(root / f"layered{i}", src, layered=root / f"layers{i}.json")
+                       for i, src in enumerate(srcs)}
+            by_layer: dict = collections.defaultdict(list)
+            for _ in range(args.repeat):
+                for i, (src, broker) in enumerate(layered.items()):
+                    for label, us in layers_paced(broker, root / f"layers{i}.json", rate=rate,
+                                                  seconds=seconds + 2).items():
+                        by_layer[(label, src)].append(us)
+            labels = list(dict.fromkeys(label for label, _ in by_layer))
+            say(table(["layer"] + [f"µs ({src or 'broker'})" for src in srcs],
+                      [[label] + [" / ".join(f"{us:.1f}" for us in by_layer[(label, src)]) for src in srcs]
+                       for label in labels]))
+            for broker in layered.values():
+                broker.stop()
         say(f"- load average after: {os.getloadavg()}")
         if args.profile:
             say("\n### Breakdown: µs of broker CPU per request by stage (cProfile, CPU clock; ping-pong)")

@@ -45,6 +45,7 @@ from logbroker.protocol.headers import parse_header_tail, peek_request_header, r
 from logbroker.protocol.requests.produce import decode_produce_request
 
 UNSUPPORTED_VERSION = 35
+_PRODUCE = int(ApiKey.PRODUCE)  # an enum member is an attribute lookup through the enum's class
 
 
 class Request(NamedTuple):
@@ -89,6 +90,13 @@ def preload() -> None:
 
 def decode_request(frame: bytes | memoryview) -> Request:
     """Decode one frame (what FrameDecoder returned: header + body, no size prefix)."""
+    return Request._make(decode_request_fields(frame))
+
+
+def decode_request_fields(frame: bytes | memoryview) -> tuple:
+    """`decode_request`'s fields as a plain tuple, in Request's order: for the dispatcher, which
+    copies them into its own per-request context at once (a Request built and dropped costs
+    ~0.3 µs a request)."""
     api_key, api_version, correlation_id = peek_request_header(frame)
     spec = apis.SUPPORTED_APIS.get(api_key)
     if spec is None:
@@ -111,7 +119,7 @@ def decode_request(frame: bytes | memoryview) -> Request:
     header_version = 2 if spec.flexible_from is not None and api_version >= spec.flexible_from else 1
     client_id, pos = parse_header_tail(frame, header_version)
     try:
-        if api_key == ApiKey.PRODUCE:
+        if api_key == _PRODUCE:
             body = decode_produce_request(frame, pos, api_version)
         else:
             cls, reader = _reader(api_key, api_version)
@@ -123,7 +131,7 @@ def decode_request(frame: bytes | memoryview) -> Request:
         raise
     except BaseException as e:  # noqa: BLE001 - kio's Rust panics arrive as a BaseException
         raise _malformed(spec, api_version, correlation_id, f"{type(e).__name__}: {e}") from None
-    return Request(api_key, api_version, correlation_id, client_id, header_version, body, len(frame))
+    return api_key, api_version, correlation_id, client_id, header_version, body, len(frame)
 
 
 def _malformed(spec: apis.ApiSpec, version: int, correlation_id: int, why: str) -> MalformedRequestError:
@@ -167,6 +175,7 @@ __all__ = [
     "UnsupportedApiVersionError",
     "UnsupportedApiVersionsRequest",
     "decode_request",
+    "decode_request_fields",
     "encode_api_versions_unsupported",
     "encode_response",
     "preload",

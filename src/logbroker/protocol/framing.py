@@ -44,7 +44,7 @@ _SIZE = struct.Struct(">i")
 class FrameDecoder:
     """Incremental decoder of size-prefixed frames. Not thread-safe; one per connection."""
 
-    __slots__ = ("_max_frame_bytes", "_partial", "_partial_size", "_failed")
+    __slots__ = ("_max_frame_bytes", "_partial", "_partial_size", "failed")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         if max_frame_bytes < 0:
@@ -54,7 +54,9 @@ class FrameDecoder:
         self._partial = bytearray()
         # That frame's body size once its prefix is complete, else -1.
         self._partial_size = -1
-        self._failed: InvalidReceiveError | None = None
+        # The framing error found after the frames the last `feed` returned, if any (read it,
+        # never set it): an attribute, not a property, as the server reads it after every read.
+        self.failed: InvalidReceiveError | None = None
 
     @property
     def max_frame_bytes(self) -> int:
@@ -64,11 +66,6 @@ class FrameDecoder:
     def buffered_bytes(self) -> int:
         """Bytes held for an incomplete frame (prefix included)."""
         return len(self._partial)
-
-    @property
-    def failed(self) -> InvalidReceiveError | None:
-        """The framing error found after the frames the last `feed` returned, if any."""
-        return self._failed
 
     @property
     def pending_frame_size(self) -> int | None:
@@ -81,8 +78,8 @@ class FrameDecoder:
         Pass `bytes` (what asyncio's data_received gives): the returned views may point into it.
         Any other buffer is copied first, since the caller may reuse it.
         """
-        if self._failed is not None:
-            raise self._failed
+        if self.failed is not None:
+            raise self.failed
         if type(data) is not bytes:
             data = bytes(data)
         view = memoryview(data)
@@ -142,6 +139,6 @@ class FrameDecoder:
             else:
                 message = (f"Invalid receive (size = {size} larger than {self._max_frame_bytes}); "
                            f"the limit is socket.request.max.bytes")
-            self._failed = InvalidReceiveError(message, size=size, max_size=self._max_frame_bytes)
-            raise self._failed
+            self.failed = InvalidReceiveError(message, size=size, max_size=self._max_frame_bytes)
+            raise self.failed
         return size

@@ -79,8 +79,9 @@ def parse_header_tail(frame: bytes | memoryview, header_version: int) -> tuple[s
             client_id = str(frame[pos:pos + length], "utf-8", "replace")
             pos += length
         if header_version >= 2:
-            # No tagged fields are defined for the request header: skip whatever is there.
-            pos = skip_tagged_fields(frame, pos, end)
+            # No tagged fields are defined for the request header: skip whatever is there (an
+            # empty section, one 0 byte, without a call: the usual case).
+            pos = pos + 1 if frame[pos] == 0 else skip_tagged_fields(frame, pos, end)
     except (struct.error, IndexError, ValueError) as e:
         raise RequestHeaderError(f"malformed request header v{header_version}: {e}") from None
     return client_id, pos

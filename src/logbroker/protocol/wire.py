@@ -111,8 +111,12 @@ def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     byte = buf[pos]
     if byte < 0x80:
         return byte, pos + 1
-    value = byte & 0x7F
-    shift = 7
+    second = buf[pos + 1]
+    if second < 0x80:  # two bytes: a record batch's length (128 B - 16 KiB), the usual case
+        return (byte & 0x7F) | (second << 7), pos + 2
+    value = (byte & 0x7F) | ((second & 0x7F) << 7)
+    pos += 1
+    shift = 14
     while True:
         pos += 1
         byte = buf[pos]

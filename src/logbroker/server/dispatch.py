@@ -81,7 +81,7 @@ class Dispatcher:
         if connection.auth_gate and connection.sasl.expects_raw_token:
             return self._raw_sasl_token(frame, connection)
         try:
-            request = codec.decode_request(frame)
+            api_key, api_version, correlation_id, client_id, _, body, size = codec.decode_request_fields(frame)
         except codec.UnsupportedApiVersionsRequest as exc:
             return [exc.response]
         except KafkaError as exc:
@@ -91,22 +91,25 @@ class Dispatcher:
             limited.log(logging.WARNING, "malformed", "Closing connection from %s: malformed request (%r)",
                         connection.peer, exc, exc=exc)
             return CLOSE
-        if connection.auth_gate and not connection.sasl.allows(request.api_key):
+        if connection.auth_gate and not connection.sasl.allows(api_key):
             limited.log(logging.WARNING, "sasl gate", "Closing connection from %s: %s", connection.peer,
-                        connection.sasl.refusal(_api_name(request.api_key)))
+                        connection.sasl.refusal(_api_name(api_key)))
             return CLOSE
-        handler = REGISTRY[request.api_key]
-        ctx = RequestContext(request.api_key, request.api_version, request.correlation_id,
-                             request.client_id, request.body, connection, start_ns, len(frame))
+        handler = REGISTRY[api_key]
+        ctx = RequestContext(api_key, api_version, correlation_id, client_id, body, connection, start_ns, size)
         if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("Request %s v%d from %s (client %s, correlation %d)", handler.__module__,
-                              ctx.api_version, connection.peer, ctx.client_id, ctx.correlation_id)
+                              api_version, connection.peer, client_id, correlation_id)
         try:
             result = handler(self.broker, ctx)
         except Exception as exc:  # noqa: BLE001
             return self._failed(ctx, exc)
         ctx.handler_ns = perf_counter_ns() - start_ns
-        if type(result) is not list and asyncio.iscoroutine(result):  # a list: ready chunks
+        if type(result) is list:  # ready chunks (the hand-written encoders: Produce, Fetch)
+            quotas = self.broker.client_quotas
+            if quotas is None or not quotas.enabled or ctx.quota_done:
+                return result  # the hot path: as they are
+        elif asyncio.iscoroutine(result):
             return self._finish(ctx, result)
         try:
             return self._throttled(ctx, result)

@@ -124,6 +124,7 @@ class KafkaConnection(asyncio.Protocol):
         self._slot_ready = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
+        self._writable = True  # _can_write.is_set(), as a plain attribute for data_received
         self._reading_paused = False
         self._muted_until = 0.0  # loop time until which a quota throttle keeps reading stopped
         self._writer: asyncio.Task | None = None
@@ -179,7 +180,7 @@ class KafkaConnection(asyncio.Protocol):
         # then gets them in one piece too, and sends its next requests in one. Not while the
         # socket is full (`_can_write` clear): those wait in slots, which is what pauses reading.
         handler, slots = self.server.handler, self._slots
-        direct = self._writer_idle and self.tls is None and self._can_write.is_set()
+        direct = self._writer_idle and self.tls is None and self._writable
         ready: list = []
         queued = False
         for frame in frames:
@@ -206,7 +207,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         if queued:
             self._slot_ready.set()
-        if len(self._slots) > MAX_IN_FLIGHT and not self._reading_paused:
+        if len(slots) > MAX_IN_FLIGHT and not self._reading_paused:
             self._reading_paused = True
             if self._muted_until == 0.0:
                 self.transport.pause_reading()
@@ -242,9 +243,11 @@ class KafkaConnection(asyncio.Protocol):
                 self._lift_request_limit = True
 
     def pause_writing(self) -> None:
+        self._writable = False
         self._can_write.clear()
 
     def resume_writing(self) -> None:
+        self._writable = True
         self._can_write.set()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -258,6 +261,7 @@ class KafkaConnection(asyncio.Protocol):
             if isinstance(slot, asyncio.Future):
                 slot.cancel()
         self._slots.clear()
+        self._writable = True
         self._can_write.set()
 
     def abort(self) -> None:
@@ -337,7 +341,7 @@ class KafkaConnection(asyncio.Protocol):
                 self.transport.writelines(pending)
                 pending = []
             sent = 0
-            if self._can_write.is_set() and not self.transport.is_closing():
+            if self._writable and not self.transport.is_closing():
                 try:
                     sent = os.sendfile(self._sock_fd, chunk.fd, chunk.position, chunk.size)
                 except OSError:  # a full socket, or a failure the writer meets again and reports

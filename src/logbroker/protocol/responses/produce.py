@@ -12,6 +12,7 @@ v13 keys topics by id and is not encoded here yet.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -32,6 +33,11 @@ _I32 = wire.I32
 # record_errors empty, error_message null: the tail of every partition without per-record errors.
 _NO_RECORD_ERRORS_LEGACY = b"\x00\x00\x00\x00\xff\xff"
 _NO_RECORD_ERRORS_FLEXIBLE = b"\x01\x00"
+# What follows a plain partition's numbers, by (v8+, flexible): no record errors nor message, and
+# (flexible) no tagged fields.
+_PLAIN_TAIL = {(False, False): b"", (True, False): _NO_RECORD_ERRORS_LEGACY,
+               (True, True): _NO_RECORD_ERRORS_FLEXIBLE + wire.NO_TAGGED_FIELDS}
+_NO_THROTTLE_FLEXIBLE = bytes(4) + wire.NO_TAGGED_FIELDS
 
 
 class ProducePartitionResult(NamedTuple):
@@ -61,22 +67,28 @@ def encode_produce_response(
     node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> bytes:
     """The whole response frame (size prefix, header, body)."""
-    check_version("Produce", version, 3, 12)
+    if not 3 <= version <= 12:
+        check_version("Produce", version, 3, 12)  # raises
     flexible = version >= 9
     with_leaders = version >= 10
     with_log_start = version >= 5
     with_record_errors = version >= 8
-    parts: list[bytes] = [b"", wire.array_length(len(topics), flexible)]
+    # A partition with nothing but its numbers (no record errors, message or leader: every
+    # successful append) is one pack and a constant tail: what a small produce answers.
+    plain_tail = _PLAIN_TAIL[(with_record_errors, flexible)]
+    parts: list[bytes] = [b"", _array_length(len(topics), flexible)]
     append = parts.append
     for name, partitions in topics:
-        append(wire.string(name, flexible))
-        append(wire.array_length(len(partitions), flexible))
+        append(_topic_prefix(name, len(partitions), flexible))
         for (index, error_code, base_offset, log_append_time_ms, log_start_offset, record_errors,
              error_message, current_leader) in partitions:
             if with_log_start:
                 append(_V5.pack(index, error_code, base_offset, log_append_time_ms, log_start_offset))
             else:
                 append(_V3.pack(index, error_code, base_offset, log_append_time_ms))
+            if not record_errors and error_message is None and current_leader is None:
+                append(plain_tail)
+                continue
             if with_record_errors:
                 if not record_errors and error_message is None:
                     append(_NO_RECORD_ERRORS_FLEXIBLE if flexible else _NO_RECORD_ERRORS_LEGACY)
@@ -93,10 +105,22 @@ def encode_produce_response(
                 append(wire.NO_TAGGED_FIELDS if leader is None else wire.tagged_fields(((0, leader),)))
         if flexible:
             append(wire.NO_TAGGED_FIELDS)
-    append(_I32.pack(throttle_time_ms))
     if flexible:
         if with_leaders and node_endpoints:
+            append(_I32.pack(throttle_time_ms))
             append(wire.tagged_fields(((0, node_endpoints_tag(node_endpoints)),)))
         else:
-            append(wire.NO_TAGGED_FIELDS)
+            append(_I32.pack(throttle_time_ms) + wire.NO_TAGGED_FIELDS if throttle_time_ms else _NO_THROTTLE_FLEXIBLE)
+    else:
+        append(_I32.pack(throttle_time_ms))
     return frame(parts, correlation_id, flexible)
+
+
+_array_length = functools.lru_cache(maxsize=64)(wire.array_length)  # the topic count: 1, nearly always
+
+
+@functools.lru_cache(maxsize=1024)
+def _topic_prefix(name: str, partition_count: int, flexible: bool) -> bytes:
+    """A topic's name and the length of its partition array: the same for every answer to a
+    producer, so encoded once (the cache is bounded; a miss costs what encoding it costs)."""
+    return wire.string(name, flexible) + wire.array_length(partition_count, flexible)

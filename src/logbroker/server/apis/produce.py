@@ -21,7 +21,7 @@ import struct
 
 from logbroker.coordinator.transaction_verification import for_produce
 from logbroker.errors import TopicAuthorizationFailedError
-from logbroker.protocol.responses.produce import ProducePartitionResult, ProduceTopicResult, encode_produce_response
+from logbroker.protocol.responses.produce import ProducePartitionResult, encode_produce_response
 from logbroker.replication.replica_manager import ProduceResult
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import TOPIC, allowed_names
@@ -146,10 +146,13 @@ def _respond(broker, request, results, denied=()):
             error_message=f"Not authorized to write to topic {tp.topic}"))
     for tp, r in results.items():
         error = r.error
-        by_topic.setdefault(tp.topic, []).append(ProducePartitionResult(
-            tp.partition, error.code if error else 0, r.base_offset, r.log_append_time_ms,
-            r.log_start_offset, record_errors=error.record_errors if error else (),
-            error_message=str(error) or None if error else None))
-    topics = [ProduceTopicResult(name, parts) for name, parts in by_topic.items()]
+        if error is None:  # positional, defaults for the rest: the cheap way to build one
+            result = ProducePartitionResult(tp.partition, 0, r.base_offset, r.log_append_time_ms, r.log_start_offset)
+        else:
+            result = ProducePartitionResult(
+                tp.partition, error.code, r.base_offset, r.log_append_time_ms, r.log_start_offset,
+                record_errors=error.record_errors, error_message=str(error) or None)
+        by_topic.setdefault(tp.topic, []).append(result)
+    topics = list(by_topic.items())  # (name, partitions) pairs: the encoder takes them as they are
     return [encode_produce_response(request.api_version, request.correlation_id, topics,
                                     throttle_time_ms=throttle_ms)]
