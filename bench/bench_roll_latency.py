@@ -472,6 +472,25 @@ def summary(results: list[dict], part: str) -> None:
                          " / ".join(f"{r['rest_max_pct']:.0f}" for r in runs)])
         print(table(["tree", "acks", "p99 ms (median)", "p99 each", "p99.9 each", "max ≤ 0.8 s after the roll",
                      "max elsewhere", "others' CPU, max in 0.5 s (%)"], rows))
+        rows = []
+        for key in dict.fromkeys((r["tree"], r["acks"]) for r in results):
+            runs = [r for r in results if (r["tree"], r["acks"]) == key]
+            row = [key[0], "all" if key[1] == -1 else key[1], f"{median([r['p50'] for r in runs]):.2f}",
+                   f"{median([r['p99'] for r in runs]):.1f}", f"{median([r['p999'] for r in runs]):.1f}",
+                   f"{median([r['max'] for r in runs]):.1f}",
+                   " / ".join(f"{r['cpu_wait_pct'][0]:.0f}, {r['cpu_wait_pct'][1]:.0f}" for r in runs)]
+            stalled = [r["stalls"] for r in runs if "stalls" in r]
+            if stalled:
+                def total(st, field):
+                    return st["stalls_near_roll"][field] + st["stalls_elsewhere"][field]
+                row += [" / ".join(f"{total(st, 'n')}: {total(st, 'ms'):.0f}" for st in stalled),
+                        " / ".join(f"{total(st, 'on_cpu_ms'):.0f} / {total(st, 'waiting_ms'):.0f} / "
+                                   f"{total(st, 'off_cpu_ms'):.0f}" for st in stalled)]
+            else:
+                row += ["", ""]
+            rows.append(row)
+        print(table(["tree", "acks", "p50 ms (median)", "p99", "p99.9", "max", "run-queue wait broker, client (% of wall) each",
+                     "loop stalls > 2 ms each (n: ms)", "stall ms on CPU / waiting for a CPU / off CPU"], rows))
 
 
 if __name__ == "__main__":

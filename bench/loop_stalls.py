@@ -147,6 +147,8 @@ def install(recorder: Recorder, canned_topic: str | None) -> None:
     wrap = recorder.wrap
     wrap(KafkaConnection, "data_received", "data_received")
     wrap(ReplicaManager, "_background_flushed", "background job done (loop)")
+    wrap(Log, "append_as_leader", "append")
+    wrap(AbstractIndex, "ensure_room_for_entry", "index reservation")
     wrap(Log, "_roll", "roll", always=True)
     wrap(LocalLog, "roll", "roll: segments", always=True)
     wrap(log_segment.LogSegment, "on_become_inactive", "roll: old segment trimmed", always=True)
