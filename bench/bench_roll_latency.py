@@ -242,7 +242,7 @@ def broker_case(tree: str, root: Path, acks: int, args, tag: str) -> dict:
                 "rest_pct": rest_avg, "rest_max_pct": rest_max,
                 "worst": [(round(t, 2), round(lat * 1000, 1)) for t, lat in worst],
                 "timeline": sorted((b / 20, round(x, 1)) for b, x in buckets.items()), "rolls_at": sampler.rolls_at,
-                  "cpu_wait_pct": sampler.cpu_wait_pct(), "samples": sampler.samples}
+                  "cpu_wait_pct": sampler.cpu_wait_pct(), "steal_ms": sampler.steal_ms(), "samples": sampler.samples}
     finally:
         broker.stop()
         shutil.rmtree(broker.base_dir, ignore_errors=True)
@@ -301,18 +301,29 @@ class Sampler:
                 fields = f.read().rsplit(")", 1)[1].split()
             cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
             with open("/proc/stat") as f:
-                idle = int(f.readline().split()[4]) / os.sysconf("SC_CLK_TCK")
+                fields = f.readline().split()
+            idle = int(fields[4]) / os.sysconf("SC_CLK_TCK")
+            steal = int(fields[8]) / os.sysconf("SC_CLK_TCK")  # the host ran something else on our vCPUs
             n = sum(1 for _ in self.directory.glob("*.log"))
             if n > segments:
                 self.rolls_at.append(t)
             segments = max(segments, n)
             me = os.times()
             self.samples.append((t, mem.get("Dirty"), mem.get("Writeback"), cpu, idle, me.user + me.system,
-                                 run_queue_s(self.pid), run_queue_s(os.getpid())))
+                                 run_queue_s(self.pid), run_queue_s(os.getpid()), steal))
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+    def steal_ms(self) -> tuple[float, list[tuple[float, float]]]:
+        """CPU time the host took from this VM's vCPUs (/proc/stat steal), in ms: over the run,
+        and per 100 ms where it was more than 10 ms ((time, ms))."""
+        s = self.samples
+        if len(s) < 2:
+            return 0.0, []
+        spikes = [(a[0], round(1000 * (b[8] - a[8]), 1)) for a, b in zip(s, s[5:]) if b[8] - a[8] > 0.01]
+        return round(1000 * (s[-1][8] - s[0][8]), 1), spikes[::5]
 
     def cpu_wait_pct(self) -> tuple[float, float]:
         """How long the broker's and the client's threads were runnable but waiting for a CPU
@@ -422,7 +433,8 @@ def main(argv: list[str] | None = None) -> int:
                         say(f"[{rep}] {tree} acks={acks}: {fmt(r)}, {r['segments']} segments, "
                             f"{r['achieved']:,.0f}/s, queue-full {r['queue_full']}, rest {r['rest_pct']:.0f}% "
                             f"(max {r['rest_max_pct']:.0f}%), rolls at {r['rolls_at']} s, "
-                            f"worst {r['worst'][:3]}, CPU waits broker/client {r['cpu_wait_pct']} %, load {r['load']}")
+                            f"worst {r['worst'][:3]}, CPU waits broker/client {r['cpu_wait_pct']} %, "
+                            f"steal {r['steal_ms'][0]} ms {r['steal_ms'][1][:8]}, load {r['load']}")
                         if "stalls" in r:
                             say_stalls(r["stalls"])
                         results.append(r)
