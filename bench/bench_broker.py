@@ -841,7 +841,7 @@ def report(machine, sizes: Sizes, args, results: dict, elapsed: float) -> str:
             "1-partition median max of the same acks above. \"Segments\": .log files in the topic afterwards; more "
             "than one means the log rolled inside the window (at half load ~1.5 GB is written, past the 1 GiB "
             "segment.bytes). The two 1/4 rows differ only in segment.bytes (1 GiB, no roll; 256 MiB, rolls). "
-            "Client CPU is ~100% at any rate: the pacing loop polls every 0.2 ms. \"Queue-full waits\": produce() found librdkafka's queue full (the rate was not sustained).", ""]
+            "The pacing loop waits in poll() (up to 1 ms) between rounds; before 26 Nov 2026 it spun (poll(0.0002) is poll(0)) and took a core. \"Queue-full waits\": produce() found librdkafka's queue full (the rate was not sustained).", ""]
 
     idle, after = results["idle_mem"], results["after_mem"]
     nh_idle = results.get("start_without_hypothesis", {}).get("idle_mem")

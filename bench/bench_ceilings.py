@@ -173,11 +173,16 @@ def produce_loop(producer, topic: str, value: bytes, count: int) -> tuple[float,
 
 
 def paced_produce(producer, topic: str, value: bytes, *, rate: float, start: float, end: float,
-                  on_delivery_for, sample_every: int = 8) -> tuple[int, int]:
-    """Produce `value` at `rate` records/s from perf_counter time `start` to `end`, polling every
-    0.2 ms; every `sample_every`-th record carries the callback `on_delivery_for(sent_at)` returns
+                  on_delivery_for, sample_every: int = 8, poll_s: float = 0.001) -> tuple[int, int]:
+    """Produce `value` at `rate` records/s from perf_counter time `start` to `end`; between rounds,
+    poll() for delivery reports, waiting up to `poll_s` (it returns as soon as one is served).
+    Every `sample_every`-th record carries the callback `on_delivery_for(sent_at)` returns
     (sent_at: its perf_counter time at produce()). Does not flush. Returns (records sent, times
-    produce() found the client's queue full — the rate was not sustained)."""
+    produce() found the client's queue full — the rate was not sustained).
+
+    librdkafka takes the timeout in whole milliseconds: a poll(0.0002), which this loop used until
+    26 Nov 2026, is poll(0) and the loop spun — a whole core of a 2-core machine at half load,
+    taken from the broker under test (docs/benchmarks.md, "What makes the p99 at half load")."""
     clock = time.perf_counter
     produce, poll = producer.produce, producer.poll
     sent = queue_full = 0
@@ -198,7 +203,7 @@ def paced_produce(producer, topic: str, value: bytes, *, rate: float, start: flo
                     queue_full += 1
                     poll(0.001)
         sent += due
-        poll(0.0002)
+        poll(poll_s)
 
 
 def consume_loop(bootstrap: str, partitions: list[tuple[str, int]], count: int, *, rounds: int = 1,

@@ -173,7 +173,15 @@ def broker_case(tree: str, root: Path, acks: int, args, tag: str) -> dict:
     os.environ["PYTHONPATH"] = path
     from logbroker.testing import BrokerProcess
 
+    canned = overrides.pop("canned", None) is not None  # not a broker config: the floor (loop_stalls.py)
     broker = BrokerProcess(root / f"broker-{tag}", overrides=overrides)
+    stalls_path = root / f"stalls-{tag}.json"
+    if args.stalls or canned:  # the broker, started through loop_stalls.py
+        command = broker.command()
+        assert command[1:4] == ["-m", "logbroker.cli", "serve"], command
+        extra = (["--canned", "lat"] if canned else []) + (["--stacks"] if args.stacks else [])
+        broker.command = lambda: [command[0], str(HERE.parent / "loop_stalls.py"), str(stalls_path), *extra,
+                                  "--", *command[3:]]
     broker.start()
     try:
         quiet = {"log_level": 0, "bootstrap.servers": broker.bootstrap}
@@ -229,16 +237,27 @@ def broker_case(tree: str, root: Path, acks: int, args, tag: str) -> dict:
             b = int(t * 20)
             buckets[b] = max(buckets.get(b, 0.0), lat * 1000)
         near, away = roll_split(latencies, sampler.rolls_at)
-        return {"tree": tree, "acks": acks, "rate": rate, "near_roll_max": near, "elsewhere_max": away, "achieved": achieved, "seconds": seconds,
+        result = {"tree": tree, "acks": acks, "rate": rate, "near_roll_max": near, "elsewhere_max": away, "achieved": achieved, "seconds": seconds,
                 "queue_full": queue_full, "segments": segments, **stats_ms(ms),
                 "rest_pct": rest_avg, "rest_max_pct": rest_max,
                 "worst": [(round(t, 2), round(lat * 1000, 1)) for t, lat in worst],
-                "timeline": sorted((b / 20, round(x, 1)) for b, x in buckets.items()), "rolls_at": sampler.rolls_at, "samples": sampler.samples}
+                "timeline": sorted((b / 20, round(x, 1)) for b, x in buckets.items()), "rolls_at": sampler.rolls_at,
+                  "cpu_wait_pct": sampler.cpu_wait_pct(), "steal_ms": sampler.steal_ms(), "samples": sampler.samples}
     finally:
         broker.stop()
         shutil.rmtree(broker.base_dir, ignore_errors=True)
         os.sync()  # the removal's journal work and discards, done before the next case
         time.sleep(1.0)
+    if stalls_path.exists():
+        from loop_stalls import summarize
+
+        result["stalls"] = summarize(str(stalls_path), start, sampler.rolls_at,
+                                     [(t, lat) for t, lat in worst], window=(warmup, warmup + seconds))
+        if args.keep_stalls:
+            shutil.move(stalls_path, Path(args.keep_stalls) / f"stalls-{tag}-{int(time.time())}.json")
+        else:
+            stalls_path.unlink()
+    return result
 
 
 def roll_split(latencies: list[tuple[float, float]], rolls_at: list[float], after_s: float = 0.8) -> tuple[float, float]:
@@ -282,17 +301,38 @@ class Sampler:
                 fields = f.read().rsplit(")", 1)[1].split()
             cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
             with open("/proc/stat") as f:
-                idle = int(f.readline().split()[4]) / os.sysconf("SC_CLK_TCK")
+                fields = f.readline().split()
+            idle = int(fields[4]) / os.sysconf("SC_CLK_TCK")
+            steal = int(fields[8]) / os.sysconf("SC_CLK_TCK")  # the host ran something else on our vCPUs
             n = sum(1 for _ in self.directory.glob("*.log"))
             if n > segments:
                 self.rolls_at.append(t)
             segments = max(segments, n)
             me = os.times()
-            self.samples.append((t, mem.get("Dirty"), mem.get("Writeback"), cpu, idle, me.user + me.system))
+            self.samples.append((t, mem.get("Dirty"), mem.get("Writeback"), cpu, idle, me.user + me.system,
+                                 run_queue_s(self.pid), run_queue_s(os.getpid()), steal))
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+    def steal_ms(self) -> tuple[float, list[tuple[float, float]]]:
+        """CPU time the host took from this VM's vCPUs (/proc/stat steal), in ms: over the run,
+        and per 100 ms where it was more than 10 ms ((time, ms))."""
+        s = self.samples
+        if len(s) < 2:
+            return 0.0, []
+        spikes = [(a[0], round(1000 * (b[8] - a[8]), 1)) for a, b in zip(s, s[5:]) if b[8] - a[8] > 0.01]
+        return round(1000 * (s[-1][8] - s[0][8]), 1), spikes[::5]
+
+    def cpu_wait_pct(self) -> tuple[float, float]:
+        """How long the broker's and the client's threads were runnable but waiting for a CPU
+        (schedstat run_delay, summed over threads), as % of the run's wall time."""
+        s = self.samples
+        if len(s) < 2:
+            return 0.0, 0.0
+        dt = s[-1][0] - s[0][0]
+        return round(100 * (s[-1][6] - s[0][6]) / dt, 1), round(100 * (s[-1][7] - s[0][7]) / dt, 1)
 
     def rest_pct(self, window_s: float = 0.5) -> tuple[float, float]:
         """The CPU (% of one core) that neither the broker nor the client used, nor was idle:
@@ -309,6 +349,19 @@ class Sampler:
         if len(s) <= step:
             return 0.0, 0.0
         return rest(s[0], s[-1]), max(rest(a, b) for a, b in zip(s, s[step:]))
+
+
+def run_queue_s(pid: int) -> float:
+    """Seconds the threads of `pid` have spent runnable, waiting for a CPU (schedstat's
+    run_delay; threads that ended are not counted)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total / 1e9
 
 
 def loadavg() -> str:
@@ -337,6 +390,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-prefault", dest="prefault", action="store_false",
                         help="skip the untimed dd write before each broker case (common.prefault)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--wait-idle-s", type=float, default=300.0,
+                        help="how long to wait for an idle machine before the runs and a redone case")
+    parser.add_argument("--stalls", action="store_true",
+                        help="start each broker through loop_stalls.py and report its event loop's stalls")
+    parser.add_argument("--keep-stalls", default=None, metavar="DIR", help="keep loop_stalls.py's recordings there")
+    parser.add_argument("--stacks", action="store_true", help="with --stalls: the loop's stack in stalls > 3 ms")
     parser.add_argument("--attach", default=None,
                         help="a shell command run beside each broker case ({pid}: the broker's, {tag}: the case), "
                              "e.g. 'perf trace --duration 5 -p {pid} -o /tmp/t-{tag}.txt'; SIGINTed at the end")
@@ -349,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     say(f"load average at start: {loadavg()}")
     results = []
     try:
-        wait_idle(300)
+        wait_idle(args.wait_idle_s)
         for rep in range(args.repeat):
             for i, tree in enumerate(trees):
                 if args.part == "probe":
@@ -369,12 +428,15 @@ def main(argv: list[str] | None = None) -> int:
                                 break
                             say(f"  disturbed: {r['rest_max_pct']:.0f}% of a core used by others in 0.5 s "
                                 f"(p99 {r['p99']:.1f} ms); again")
-                            wait_idle(120)
+                            wait_idle(min(120, args.wait_idle_s))
                         r["disturbed"] = r["rest_max_pct"] > DISTURBED_MAX_PCT
                         say(f"[{rep}] {tree} acks={acks}: {fmt(r)}, {r['segments']} segments, "
                             f"{r['achieved']:,.0f}/s, queue-full {r['queue_full']}, rest {r['rest_pct']:.0f}% "
                             f"(max {r['rest_max_pct']:.0f}%), rolls at {r['rolls_at']} s, "
-                            f"worst {r['worst'][:3]}, load {r['load']}")
+                            f"worst {r['worst'][:3]}, CPU waits broker/client {r['cpu_wait_pct']} %, "
+                            f"steal {r['steal_ms'][0]} ms {r['steal_ms'][1][:8]}, load {r['load']}")
+                        if "stalls" in r:
+                            say_stalls(r["stalls"])
                         results.append(r)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -382,6 +444,18 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps(results, indent=1))
     summary(results, args.part)
     return 0
+
+
+def say_stalls(st: dict) -> None:
+    for key in ("stalls_near_roll", "stalls_elsewhere"):
+        say(f"    {key}: {st[key]}")
+    say(f"    gc (gen: n, total ms, max ms): {st['gc']}")
+    say(f"    slow calls (n ≥ 1 ms, max ms, max CPU ms, n ≥ 2 ms): {st['slow_calls']}")
+    for row in st["top_stalls"][:5]:
+        say(f"    stall at {row[0]} s: {row[1]} ms (on CPU {row[2]}, waiting {row[3]}, off CPU {row[4]}) {row[5]}")
+    say(f"    worst latencies (at s, ms, of which loop stalls ms): {st['worst_latencies'][:6]}")
+    for t, overdue, frames in st["stacks"][:6]:
+        say(f"    stack at {t} s, {overdue} ms overdue: {' < '.join(frames[:6])}")
 
 
 def fmt(s: dict) -> str:
@@ -410,6 +484,25 @@ def summary(results: list[dict], part: str) -> None:
                          " / ".join(f"{r['rest_max_pct']:.0f}" for r in runs)])
         print(table(["tree", "acks", "p99 ms (median)", "p99 each", "p99.9 each", "max ≤ 0.8 s after the roll",
                      "max elsewhere", "others' CPU, max in 0.5 s (%)"], rows))
+        rows = []
+        for key in dict.fromkeys((r["tree"], r["acks"]) for r in results):
+            runs = [r for r in results if (r["tree"], r["acks"]) == key]
+            row = [key[0], "all" if key[1] == -1 else key[1], f"{median([r['p50'] for r in runs]):.2f}",
+                   f"{median([r['p99'] for r in runs]):.1f}", f"{median([r['p999'] for r in runs]):.1f}",
+                   f"{median([r['max'] for r in runs]):.1f}",
+                   " / ".join(f"{r['cpu_wait_pct'][0]:.0f}, {r['cpu_wait_pct'][1]:.0f}" for r in runs)]
+            stalled = [r["stalls"] for r in runs if "stalls" in r]
+            if stalled:
+                def total(st, field):
+                    return st["stalls_near_roll"][field] + st["stalls_elsewhere"][field]
+                row += [" / ".join(f"{total(st, 'n')}: {total(st, 'ms'):.0f}" for st in stalled),
+                        " / ".join(f"{total(st, 'on_cpu_ms'):.0f} / {total(st, 'waiting_ms'):.0f} / "
+                                   f"{total(st, 'off_cpu_ms'):.0f}" for st in stalled)]
+            else:
+                row += ["", ""]
+            rows.append(row)
+        print(table(["tree", "acks", "p50 ms (median)", "p99", "p99.9", "max", "run-queue wait broker, client (% of wall) each",
+                     "loop stalls > 2 ms each (n: ms)", "stall ms on CPU / waiting for a CPU / off CPU"], rows))
 
 
 if __name__ == "__main__":

@@ -198,15 +198,67 @@ def test_roll_on_segment_ms(tmp_path, clock):
     assert [s.base_offset for s in log.segments] == [0, 2]
 
 
-def test_rolled_segment_gets_final_time_index_entry_and_trimmed_indexes(tmp_path, clock):
+def test_rolled_segment_gets_final_time_index_entry_and_the_flush_after_the_roll_trims_its_indexes(tmp_path, clock):
     one = len(make_batch(1))
     log = open_log(tmp_path, clock, segment_bytes=2 * one)
     for i in range(3):
         log.append_as_leader(make_batch(ts=NOW + i), leader_epoch=0)
     old = log.segments[0]
     assert old.time_index.last_entry.timestamp == NOW + 1
+    index = tmp_path / "topic-0" / "00000000000000000000.index"
+    time_index = tmp_path / "topic-0" / "00000000000000000000.timeindex"
+    # The roll retires the indexes (no more entries) and leaves their trim to the flush.
+    assert old.offset_index.is_full and old.time_index.is_full
+    assert index.stat().st_size > 0
+    assert log.needs_flush(clock.time_ms())
+    log.flush_if_needed(clock.time_ms())
+    assert index.stat().st_size == 0
+    assert time_index.stat().st_size == 12
+    assert old.time_index.length == 12 and old.time_index.last_entry.timestamp == NOW + 1
+    assert log.read(0, max_bytes=1 << 20).region is not None  # lookups after the remap
+
+
+def test_rolled_segment_closed_before_its_flush_has_its_indexes_trimmed(tmp_path, clock):
+    one = len(make_batch(1))
+    log = open_log(tmp_path, clock, segment_bytes=2 * one)
+    for i in range(3):
+        log.append_as_leader(make_batch(ts=NOW + i), leader_epoch=0)
+    log.close()
     assert (tmp_path / "topic-0" / "00000000000000000000.index").stat().st_size == 0
     assert (tmp_path / "topic-0" / "00000000000000000000.timeindex").stat().st_size == 12
+
+
+def test_segment_truncated_back_into_before_its_flush_keeps_full_indexes(tmp_path, clock):
+    # A follower truncating into the segment it just rolled: the segment is active again, and
+    # the flush that follows must not cut the indexes it now appends to.
+    one = len(make_batch(1))
+    log = open_log(tmp_path, clock, segment_bytes=3 * one, index_interval_bytes=1)
+    for i in range(4):
+        log.append_as_leader(make_batch(ts=NOW + i), leader_epoch=0)
+    assert [s.base_offset for s in log.segments] == [0, 3]
+    log.truncate_to(2)
+    assert [s.base_offset for s in log.segments] == [0]
+    log.flush_if_needed(clock.time_ms())
+    log.flush()
+    index = tmp_path / "topic-0" / "00000000000000000000.index"
+    assert index.stat().st_size == log.active_segment.offset_index.max_index_size // 8 * 8
+    assert not log.active_segment.offset_index.is_full and not log.active_segment.time_index.is_full
+    log.append_as_leader(make_batch(ts=NOW + 9), leader_epoch=0)
+    assert [s.base_offset for s in log.segments] == [0]  # it took the batch: no roll
+    assert log.log_end_offset == 3 and len(read_all(log)) == 3
+
+
+def test_untrimmed_rolled_segment_after_a_crash_opens_with_its_entries(tmp_path, clock):
+    one = len(make_batch(1))
+    log = open_log(tmp_path, clock, segment_bytes=2 * one, index_interval_bytes=1)
+    for i in range(3):
+        log.append_as_leader(make_batch(ts=NOW + i), leader_epoch=0)
+    entries = log.segments[0].offset_index.entries
+    log.close_handles()  # a crash: the rolled segment's indexes were never trimmed
+    assert (tmp_path / "topic-0" / "00000000000000000000.index").stat().st_size > 8 * entries
+    again = open_log(tmp_path, clock, segment_bytes=2 * one, index_interval_bytes=1)
+    assert again.segments[0].offset_index.entries == entries
+    assert [len(b) for b in read_all(again)] == [one] * 3
 
 
 def test_explicit_roll_and_empty_active_segment_replaced(tmp_path, clock):

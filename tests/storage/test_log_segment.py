@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from logbroker.clock import ManualClock
 from logbroker.records.batch import read_header
-from logbroker.storage.abstract_index import CorruptIndexError
+from logbroker.storage.abstract_index import CorruptIndexError, IndexFullError
 from logbroker.storage.log_segment import (
     LogSegment,
     LogSegmentOffsetOverflowError,
@@ -544,7 +544,7 @@ def test_should_roll_when_the_offset_does_not_fit(tmp_path):
     assert segment.size == len(make_batch(5, 1))
 
 
-def test_on_become_inactive_adds_the_final_time_entry_and_trims(tmp_path):
+def test_on_become_inactive_adds_the_final_time_entry_and_the_rolled_flush_trims(tmp_path):
     batches = [make_batch(i, 1, timestamp=T0 + i) for i in range(6)]
     interval = len(batches[0]) + 10  # an entry every other batch; the last gets none
     segment = open_segment(tmp_path, index_interval_bytes=interval)
@@ -554,7 +554,16 @@ def test_on_become_inactive_adds_the_final_time_entry_and_trims(tmp_path):
     assert time_pairs(segment.time_index) == layout.time_entries
     segment.on_become_inactive()
     assert time_pairs(segment.time_index) == layout.time_entries + [layout.final_time_entry]
+    with pytest.raises(IndexFullError):  # retired: no more entries, and no file I/O yet
+        segment.offset_index.append(6, 999)
+    assert os.path.getsize(offset_index_file(tmp_path, 0)) > 8 * len(layout.offset_entries)
+    segment.flush(rolled=True)  # off the event loop, in the flush that follows the roll
     assert os.path.getsize(offset_index_file(tmp_path, 0)) == 8 * len(layout.offset_entries)
+    assert os.path.getsize(time_index_file(tmp_path, 0)) == 12 * (len(layout.time_entries) + 1)
+    segment.remap_trimmed_indexes()
+    assert segment.offset_index.length == 8 * len(layout.offset_entries)
+    assert time_pairs(segment.time_index) == layout.time_entries + [layout.final_time_entry]
+    assert segment.translate_offset(5) is not None
     assert os.path.getsize(time_index_file(tmp_path, 0)) == 12 * (len(layout.time_entries) + 1)
     segment.close()  # the final entry is not added twice
     assert os.path.getsize(time_index_file(tmp_path, 0)) == 12 * (len(layout.time_entries) + 1)

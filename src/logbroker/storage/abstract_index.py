@@ -29,9 +29,21 @@ first entry of a new segment's index filled megabytes of page cache with zeros, 
 the event loop right after every roll, and trimming the index on the next roll dropped them again
 (~1 ms per index). The entries are written and searched a page at a time anyway.
 
+A rolled segment's index is *retired* on the event loop (`retire`: it takes no more entries) and
+trimmed later, off the loop, by the flush that follows the roll (`trim_retired`, then
+`remap_to_file` under the log's lock). The trim frees the rest of the last 64 KiB reservation, and
+on a file system mounted with `discard` and without a journal, ext4 discards freed blocks inside
+the truncate and waits for the device: 1-7 ms per index on the loop at every roll, measured
+(docs/benchmarks.md). Kafka trims at the roll itself; the file is the same once trimmed, and until
+then it is what an active segment's index is after a crash (preallocated, zeros after the
+entries), which opening already handles. Between the trim and the remap the mapping is longer
+than the file; nothing touches it past the entries (a retired index refuses appends), so no
+access can fault past the end.
+
 All methods block on the file system (page faults on the map, ftruncate, fsync) and run on the
 caller's thread; appends and lookups are memory accesses. Not thread-safe: the owning log
-serialises writers. `flush` may run on a worker thread while the event loop reads and appends.
+serialises writers. `flush` and `trim_retired` may run on a worker thread while the event loop
+reads and appends; changes of the file's size are serialised by `_size_lock`.
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ import errno
 import mmap
 import os
 import struct
+import threading
 from pathlib import Path
 
 from logbroker.errors import KafkaStorageError
@@ -98,6 +111,8 @@ class AbstractIndex:
         self.writable = writable
         self._warm_entries = _WARM_BYTES // self.ENTRY_SIZE
         self._mmap: mmap.mmap | None = None
+        self._size_lock = threading.Lock()  # the file's size: resize against a worker's trim_retired
+        self._trim_pending = False  # retired, its file not yet trimmed
         newly_created = False
         if writable:
             try:
@@ -269,21 +284,24 @@ class AbstractIndex:
         """
         self._check_writable()
         rounded = round_down_to_multiple(new_size, self.ENTRY_SIZE)
-        if rounded == self._length:
-            return False
-        if rounded < self._entries * self.ENTRY_SIZE:
-            raise ValueError(f"cannot resize {self._path} to {rounded} bytes: it holds "
-                             f"{self._entries} entries of {self.ENTRY_SIZE} bytes")
-        self._unmap()
-        fd = os.open(self._path, os.O_RDWR)
-        try:
-            os.ftruncate(fd, rounded)
-            self._length = rounded
-            self._map(fd)
-        finally:
-            os.close(fd)
-        self._max_entries = rounded // self.ENTRY_SIZE
-        self._backed_bytes = min(self._backed_bytes, rounded)
+        with self._size_lock:
+            self._trim_pending = False  # a retired index resized (closed, or active again): done here
+            if rounded == self._length and (self._mmap is None or len(self._mmap) == rounded):
+                self._max_entries = rounded // self.ENTRY_SIZE  # a retired index, active again
+                return False
+            if rounded < self._entries * self.ENTRY_SIZE:
+                raise ValueError(f"cannot resize {self._path} to {rounded} bytes: it holds "
+                                 f"{self._entries} entries of {self.ENTRY_SIZE} bytes")
+            self._unmap()
+            fd = os.open(self._path, os.O_RDWR)
+            try:
+                os.ftruncate(fd, rounded)
+                self._length = rounded
+                self._map(fd)
+            finally:
+                os.close(fd)
+            self._max_entries = rounded // self.ENTRY_SIZE
+            self._backed_bytes = min(self._backed_bytes, rounded)
         self._after_resize()
         return True
 
@@ -291,8 +309,53 @@ class AbstractIndex:
         """Hook for subclasses that cache the last entry."""
 
     def trim_to_valid_size(self) -> None:
-        """Shrink the file to its entries (on roll and close)."""
+        """Shrink the file to its entries (on close and recovery)."""
         self.resize(self._entries * self.ENTRY_SIZE)
+
+    # --- retiring: a rolled segment's index, trimmed off the event loop ----------------------
+
+    def retire(self) -> None:
+        """On roll: take no more entries from now on (IndexFullError), and leave the file to be
+        trimmed to the entries by `trim_retired`. Cheap: no I/O."""
+        self._check_writable()
+        self._max_entries = self._entries
+        self._trim_pending = True
+
+    def trim_retired(self) -> bool:
+        """Shrink a retired index's file to its entries, leaving the mapping as it is (see the
+        module docstring; `remap_to_file` follows). Blocks on disk (the truncate may wait for the
+        device's discards): a worker thread, without the owning log's lock. Returns whether the
+        file was cut; False when there was nothing to do (not retired, resized or deleted since)."""
+        with self._size_lock:
+            if not self._trim_pending:
+                return False
+            self._trim_pending = False
+            size = self._entries * self.ENTRY_SIZE
+            try:
+                fd = os.open(self._path, os.O_RDWR)
+            except FileNotFoundError:  # deleted (or renamed for deletion) meanwhile
+                return False
+            try:
+                os.ftruncate(fd, size)
+            finally:
+                os.close(fd)
+            self._length = size
+            self._backed_bytes = min(self._backed_bytes, size)
+            return True
+
+    def remap_to_file(self) -> None:
+        """Map the file at its length again after `trim_retired`: no I/O, but readers use the
+        mapping, so under the owning log's lock. A no-op when the mapping already fits."""
+        with self._size_lock:
+            mm = self._mmap
+            if mm is None or len(mm) == self._length:
+                return
+            self._unmap()
+            fd = os.open(self._path, os.O_RDWR)
+            try:
+                self._map(fd)
+            finally:
+                os.close(fd)
 
     def _truncate_to_entries(self, entries: int) -> None:
         """Keep the first `entries` entries; zero the dropped ones (see the module docstring)."""

@@ -408,7 +408,8 @@ class Cleaner:
                                  delete_retention_ms=config.delete_retention_ms,
                                  last_records=last_records, txn_metadata=txn_metadata, stats=stats)
             cleaned.on_become_inactive()
-            cleaned.flush()
+            cleaned.flush(rolled=True)  # trims the retired indexes too
+            cleaned.remap_trimmed_indexes()  # not in the log yet: no reader to lock out
             cleaned.set_last_modified_ms(group[-1].last_modified_ms)
             self._step("cleaned")
             swapped = log_.replace_segments(cleaned, group, on_step=self._step)

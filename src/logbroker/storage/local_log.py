@@ -183,8 +183,12 @@ class LocalLog:
         the lock. Blocking: worker thread. Raises KafkaStorageError."""
         active = self._segments.active
         for segment in pending.segments:
+            rolled = segment is not active
             try:
-                segment.flush(rolled=segment is not active)
+                segment.flush(rolled=rolled)
+                if rolled:
+                    with lock:
+                        segment.remap_trimmed_indexes()
             except (OSError, ValueError) as e:
                 with lock:
                     if self._closed or not self._segments.contains(segment):
@@ -193,7 +197,9 @@ class LocalLog:
                         raise KafkaStorageError(
                             f"Error while flushing log {pending.directory}: {e}") from e
                     try:
-                        segment.flush()
+                        segment.flush(rolled=rolled)
+                        if rolled:
+                            segment.remap_trimmed_indexes()
                     except (OSError, ValueError) as again:
                         raise KafkaStorageError(
                             f"Error while flushing log {pending.directory}: {again}") from again

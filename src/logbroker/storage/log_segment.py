@@ -392,14 +392,23 @@ class LogSegment:
         return self.offset_index.is_full or self.time_index.is_full
 
     def on_become_inactive(self) -> None:
-        """On roll: the final time index entry, then trim both indexes and the .log (but for the
-        blocks allocated ahead of it, which `flush` gives back, off the event loop)."""
+        """On roll: the final time index entry; both indexes retired (no more entries) and the
+        .log trimmed of a `preallocate` length. The files' unused blocks — the indexes' past their
+        entries, the .log's allocated ahead — are given back by `flush(rolled=True)`, off the
+        event loop: on a `discard` mount each truncate that frees blocks waits for the device."""
         self._recent_batches.clear()
         so_far = self._read_max_timestamp_and_offset_so_far()
         self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
-        self.offset_index.trim_to_valid_size()
-        self.time_index.trim_to_valid_size()
-        self._log.trim(blocks_ahead=False)  # those go in the flush that follows the roll
+        self.offset_index.retire()
+        self.time_index.retire()
+        self._log.trim(blocks_ahead=False)
+
+    def remap_trimmed_indexes(self) -> None:
+        """After `flush(rolled=True)`: map the trimmed indexes at their new length. Cheap, no
+        I/O; under the owning log's lock (readers use the mappings)."""
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.remap_to_file()
 
     def resize_indexes(self, size: int) -> None:
         """Give both indexes `size` bytes again (the active segment after a restart or recover)."""
@@ -520,11 +529,16 @@ class LogSegment:
     # --- file lifecycle ----------------------------------------------------------------------
 
     def flush(self, *, rolled: bool = False) -> None:
-        """fsync the .log and msync both indexes; for a `rolled` segment, then give back the
-        .log's blocks allocated ahead. Blocks on disk: run off the event loop."""
+        """fsync the .log and msync both indexes; for a `rolled` segment, first give back the
+        .log's blocks allocated ahead and trim the retired indexes to their entries (then call
+        `remap_trimmed_indexes` under the log's lock). Blocks on disk: run off the event loop,
+        without the log's lock."""
         self._log.flush()
         if rolled:
             self._log.release_blocks_ahead()
+            for index in (self._offset_index, self._time_index):
+                if index is not None:
+                    index.trim_retired()
         if self._offset_index is not None:
             self._offset_index.flush()
         if self._time_index is not None:
