@@ -20,8 +20,9 @@ the machine does is shared between them):
    segments of `--segment-bytes` (default 1 GiB, the real default) fill inside the measured window
    (after `--warmup`, 2 s). Every 20 ms a sampler records Dirty/Writeback, the broker's, the
    client's and the machine's idle CPU; a case in which other processes took more than 60% of a
-   core for 0.5 s is redone (`--attempts`). Each case is preceded by an untimed dd of its size
-   (common.prefault) and followed by removing its data, a sync and 1 s of rest. `--attach` runs a
+   core for 0.5 s is redone (`--attempts`). Each case is followed by removing its data, a sync
+   and 1 s of rest (`--prefault`: and preceded by an untimed dd of its size, common.prefault,
+   which on this VM makes the tail it measures; off by default). `--attach` runs a
    command beside each case (perf, strace) with the broker's pid.
 
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_roll_latency.py probe --src /work/main/src --src $PWD/src
@@ -387,8 +388,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe-mb-s", type=float, default=290.0)
     parser.add_argument("--probe-seconds", type=float, default=8.0)
     parser.add_argument("--root", default=None, help="where the data directories go (default: a temp dir under /tmp)")
-    parser.add_argument("--no-prefault", dest="prefault", action="store_false",
-                        help="skip the untimed dd write before each broker case (common.prefault)")
+    # Off by default: freeing the dd's GBs right before a case makes this VM report them to the
+    # host ~2 s later (free page reporting), in the middle of the measured window, where the
+    # broker's new page-cache pages then fault back in: 100-250 ms stalls and host steal that a
+    # steadily running broker never sees (docs/benchmarks.md, "The prefault made the tail").
+    parser.add_argument("--prefault", action="store_true",
+                        help="an untimed dd write before each broker case (common.prefault)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--wait-idle-s", type=float, default=300.0,
                         help="how long to wait for an idle machine before the runs and a redone case")
