@@ -158,3 +158,22 @@ def test_followed_partition_drops_the_leaving_broker_from_its_isr_but_never_empt
         PartitionState(2, 8, (2,))
     assert controlled_shutdown_state(PartitionState(2, 7, (2,)), (2, 1), leaving=1, live={1, 2}) is None
     assert controlled_shutdown_state(PartitionState(-1, 7, (1,)), (2, 1), leaving=1, live={1, 2}) is None
+
+
+def test_sigterm_while_zookeeper_is_gone_still_stops_the_broker(tmp_path):
+    """Each controlled shutdown attempt is bounded (request.timeout.ms): with ZooKeeper gone, the
+    attempts fail, the broker says it shuts down uncleanly, and it exits."""
+    from logbroker.zookeeper_process import ZooKeeperProcess
+
+    zookeeper = ZooKeeperProcess(tmp_path / "zookeeper").start()
+    try:
+        [broker] = start_cluster(tmp_path, f"{zookeeper.connect_string}/gone", count=1,
+                                 **{"request.timeout.ms": "3000",
+                                    "controlled.shutdown.retry.backoff.ms": "200"})
+    finally:
+        zookeeper.stop()
+    try:
+        assert broker.stop(timeout_s=60) == 0
+        assert "Proceeding to do an unclean shutdown" in broker.new_log_text()
+    finally:
+        broker.kill()

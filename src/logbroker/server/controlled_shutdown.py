@@ -62,9 +62,12 @@ async def shut_down_in_a_controlled_way(broker) -> None:
     fetchers, broker.replica_manager.fetcher_manager = broker.replica_manager.fetcher_manager, None
     if fetchers is not None:
         await fetchers.close()
+    # An attempt is bounded: with ZooKeeper unreachable, a read of it waits for a connection that
+    # may never come, and SIGTERM must still end the broker.
+    timeout_s = config.request_timeout_ms / 1000
     for attempt in range(1, config.controlled_shutdown_max_retries + 1):
         try:
-            remaining = await _request(broker)
+            remaining = await asyncio.wait_for(_request(broker), timeout_s)
             if not remaining:
                 log.info("Controlled shutdown request returned successfully after %d ms",
                          (time.monotonic() - started) * 1000)
@@ -72,6 +75,9 @@ async def shut_down_in_a_controlled_way(broker) -> None:
             log.info("Remaining partitions to move: %s", ",".join(f"{t}-{p}" for t, p in remaining))
         except KafkaError as exc:
             log.warning("Controlled shutdown attempt %d failed: %s", attempt, exc)
+        except asyncio.TimeoutError:
+            log.warning("Controlled shutdown attempt %d failed: no answer within request.timeout.ms "
+                        "(%d ms)", attempt, config.request_timeout_ms)
         if attempt < config.controlled_shutdown_max_retries:
             await asyncio.sleep(config.controlled_shutdown_retry_backoff_ms / 1000)
     log.warning("Proceeding to do an unclean shutdown as all the controlled shutdown attempts failed")

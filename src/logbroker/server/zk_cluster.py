@@ -115,11 +115,21 @@ class ZooKeeperCluster:
             self._rebalance_task.cancel()
         for watch in [*self._watches, *self._state_watches.values(), *self._topic_watches.values()]:
             watch.cancel()
+        timeout_ms = self.broker.config.request_timeout_ms
         try:
-            await self._run(self.zk.resign_controller)
+            await asyncio.wait_for(self._run(self.zk.resign_controller), timeout_ms / 1000)
         except KafkaError as exc:
             log.warning("Could not resign as controller: %s", exc)
-        await self._run(self.zk.close)
+        except asyncio.TimeoutError:
+            log.warning("Could not resign as controller: ZooKeeper did not answer within "
+                        "request.timeout.ms (%d ms)", timeout_ms)
+        # Not on the worker, which may still wait on an unreachable ZooKeeper: ending the session
+        # fails every request still waiting, which frees the worker and any other thread.
+        closer = ThreadPoolExecutor(1, thread_name_prefix="zk-close")
+        try:
+            await self.loop.run_in_executor(closer, self.zk.close)
+        finally:
+            closer.shutdown(wait=False)
         self._worker.shutdown(wait=False, cancel_futures=True)
 
     async def _run(self, fn, *args, **kwargs):
