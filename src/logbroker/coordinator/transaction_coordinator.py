@@ -241,7 +241,8 @@ class TransactionCoordinator:
         coordinator resumes from the Prepare* state it loads) or its coordinator epoch moves (this
         broker elected again: a new completion runs under the new epoch), and once the
         transaction left Prepare* (another completion of it finished first)."""
-        commit = md.state == S.PREPARE_COMMIT
+        prepared = md.state
+        commit = prepared == S.PREPARE_COMMIT
         sm = self.state_manager
         partition = sm.partition_for(md.transactional_id)
         epoch = sm.coordinator_epoch(partition)
@@ -254,7 +255,7 @@ class TransactionCoordinator:
         written = await self.marker_channel.send_markers(
             transactional_id=md.transactional_id, producer_id=md.producer_id, producer_epoch=md.producer_epoch,
             coordinator_epoch=epoch, commit=commit, partitions=set(md.partitions), still_valid=still_valid)
-        while written and still_valid() and md.state == (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT):
+        while written and still_valid() and md.state == prepared:
             if md.pending_state is not None:
                 await asyncio.sleep(COMPLETE_RETRY_S)
                 continue

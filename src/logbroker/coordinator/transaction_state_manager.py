@@ -173,14 +173,17 @@ class TransactionStateManager:
                 # old coordinator epoch stop; they go on under the new one, as after a load.
                 log.info("Elected again for %s at epoch %d: resuming its transactions' completions",
                          tp, partition.leader_epoch)
-                self._on_loaded(tp.partition, [m for m in self.transactions.values()
-                                               if self.partition_for(m.transactional_id) == tp.partition])
+                self._on_loaded(tp.partition, self._held_in(tp.partition))
         elif self.partitions.resign(tp.partition, partition.leader_epoch if partition is not None else None):
-            removed = [m for m in self.transactions.values() if self.partition_for(m.transactional_id) == tp.partition]
+            removed = self._held_in(tp.partition)
             for m in removed:
                 del self.transactions[m.transactional_id]
             self._on_unloaded(tp.partition, removed)
             log.info("Finished unloading %s: removed %d cached transactional id(s)", tp, len(removed))
+
+    def _held_in(self, partition: int) -> list[TransactionMetadata]:
+        """The transactions cached here whose ids `partition` of __transaction_state holds."""
+        return [m for m in self.transactions.values() if self.partition_for(m.transactional_id) == partition]
 
     def _load(self, partition, *, in_background: bool) -> None:
         epoch, log_ = partition.leader_epoch, partition.log

@@ -124,7 +124,6 @@ class KafkaConnection(asyncio.Protocol):
         self._slot_ready = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
-        self._writable = True  # _can_write.is_set(), as a plain attribute for data_received
         self._reading_paused = False
         self._muted_until = 0.0  # loop time until which a quota throttle keeps reading stopped
         self._writer: asyncio.Task | None = None
@@ -180,7 +179,7 @@ class KafkaConnection(asyncio.Protocol):
         # then gets them in one piece too, and sends its next requests in one. Not while the
         # socket is full (`_can_write` clear): those wait in slots, which is what pauses reading.
         handler, slots = self.server.handler, self._slots
-        direct = self._writer_idle and self.tls is None and self._writable
+        direct = self._writer_idle and self.tls is None and self._can_write.is_set()
         ready: list = []
         queued = False
         for frame in frames:
@@ -243,11 +242,9 @@ class KafkaConnection(asyncio.Protocol):
                 self._lift_request_limit = True
 
     def pause_writing(self) -> None:
-        self._writable = False
         self._can_write.clear()
 
     def resume_writing(self) -> None:
-        self._writable = True
         self._can_write.set()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -261,7 +258,6 @@ class KafkaConnection(asyncio.Protocol):
             if isinstance(slot, asyncio.Future):
                 slot.cancel()
         self._slots.clear()
-        self._writable = True
         self._can_write.set()
 
     def abort(self) -> None:
@@ -341,7 +337,7 @@ class KafkaConnection(asyncio.Protocol):
                 self.transport.writelines(pending)
                 pending = []
             sent = 0
-            if self._writable and not self.transport.is_closing():
+            if self._can_write.is_set() and not self.transport.is_closing():
                 try:
                     sent = os.sendfile(self._sock_fd, chunk.fd, chunk.position, chunk.size)
                 except OSError:  # a full socket, or a failure the writer meets again and reports

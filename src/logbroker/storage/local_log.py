@@ -185,10 +185,7 @@ class LocalLog:
         for segment in pending.segments:
             rolled = segment is not active
             try:
-                segment.flush(rolled=rolled)
-                if rolled:
-                    with lock:
-                        segment.remap_trimmed_indexes()
+                self._flush_segment(segment, rolled, lock)
             except (OSError, ValueError) as e:
                 with lock:
                     if self._closed or not self._segments.contains(segment):
@@ -197,12 +194,19 @@ class LocalLog:
                         raise KafkaStorageError(
                             f"Error while flushing log {pending.directory}: {e}") from e
                     try:
-                        segment.flush(rolled=rolled)
-                        if rolled:
-                            segment.remap_trimmed_indexes()
+                        self._flush_segment(segment, rolled, lock)
                     except (OSError, ValueError) as again:
                         raise KafkaStorageError(
                             f"Error while flushing log {pending.directory}: {again}") from again
+
+    @staticmethod
+    def _flush_segment(segment: LogSegment, rolled: bool, lock: threading.RLock) -> None:
+        """fsync one segment; a rolled one's trimmed indexes are then remapped under `lock`
+        (readers use the mappings; reentrant, so a caller may hold it already)."""
+        segment.flush(rolled=rolled)
+        if rolled:
+            with lock:
+                segment.remap_trimmed_indexes()
 
     def mark_flushed(self, pending: PendingFlush, log_end_offset: int) -> None:
         """Move the recovery point up to the flushed target (Kafka's markFlushed), unless a
