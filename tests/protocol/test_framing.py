@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from logbroker.errors import InvalidRequestError
 from logbroker.protocol.errors import InvalidReceiveError
-from logbroker.protocol.framing import DEFAULT_MAX_REQUEST_BYTES, FrameDecoder
+from logbroker.protocol.framing import DEFAULT_MAX_REQUEST_BYTES, DIRECT_READ_BYTES, FrameDecoder
 
 
 def framed(*payloads: bytes) -> bytes:
@@ -162,3 +162,95 @@ def test_frames_before_a_negative_size_are_returned_and_the_error_kept():
     assert decoder.failed is not None and "negative" in str(decoder.failed)
     with pytest.raises(InvalidReceiveError):
         decoder.feed(framed(b"three"))
+
+
+def read_like_the_server(decoder: FrameDecoder, stream: bytes, reads: list[int]) -> list[memoryview]:
+    """What KafkaConnection does: each read goes into `decoder.direct` while a large frame is in
+    progress (and may fill only part of it), else into one reused buffer that is then fed; `reads`
+    are the sizes the socket returns, cycled."""
+    scratch = bytearray(256 * 1024)
+    frames: list[memoryview] = []
+    pos, i = 0, 0
+    while pos < len(stream):
+        want = reads[i % len(reads)]
+        i += 1
+        if decoder.direct is not None:
+            n = min(want, len(decoder.direct), len(stream) - pos)
+            decoder.direct[:n] = stream[pos:pos + n]
+            frames += decoder.filled(n)
+        else:
+            n = min(want, len(scratch), len(stream) - pos)
+            scratch[:n] = stream[pos:pos + n]
+            frames += decoder.feed(memoryview(scratch)[:n])
+            scratch[:n] = b"\xee" * n  # the next read overwrites it
+        pos += n
+    return frames
+
+
+def test_a_large_frame_is_read_into_its_own_buffer_not_copied_out_of_reads():
+    big = bytes(range(256)) * (DIRECT_READ_BYTES // 256 + 100)
+    stream = framed(b"small", big, b"tail")
+    decoder = FrameDecoder()
+    assert as_bytes(decoder.feed(memoryview(bytearray(stream[:1000])))) == [b"small"]
+    direct = decoder.direct
+    assert direct is not None and len(direct) == len(big) - (1000 - 9 - 4)  # the rest of its body
+    assert decoder.pending_frame_size == len(big) and decoder.buffered_bytes == 1000 - 9
+    direct[:50000] = stream[1000:51000]  # a read that filled part of it
+    assert decoder.filled(50000) == []
+    rest = len(decoder.direct)
+    decoder.direct[:] = stream[51000:51000 + rest]
+    (frame,) = decoder.filled(rest)
+    assert bytes(frame) == big and frame.readonly
+    assert decoder.direct is None and decoder.buffered_bytes == 0
+    assert as_bytes(decoder.feed(stream[51000 + rest:])) == [b"tail"]
+
+
+def test_a_frame_whose_rest_is_under_the_threshold_is_copied_as_before():
+    stream = framed(b"m" * DIRECT_READ_BYTES)
+    decoder = FrameDecoder()
+    assert decoder.feed(stream[:100]) == []  # the rest is DIRECT_READ_BYTES - 96
+    assert decoder.direct is None and decoder.buffered_bytes == 100
+    assert as_bytes(decoder.feed(stream[100:])) == [b"m" * DIRECT_READ_BYTES]
+
+
+def test_a_large_frame_fed_rather_than_read_directly_completes_the_same():
+    """TLS hands the decoder plaintext: the body in progress takes fed bytes too."""
+    big = b"\x01" * (DIRECT_READ_BYTES + 5000)
+    stream = framed(big, b"after")
+    decoder = FrameDecoder()
+    assert decoder.feed(stream[:100]) == []
+    assert decoder.direct is not None
+    assert as_bytes(decoder.feed(stream[100:])) == [big, b"after"]
+    assert decoder.direct is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(sizes=st.lists(st.sampled_from([0, 3, 100, 5000, DIRECT_READ_BYTES - 1, DIRECT_READ_BYTES,
+                                        DIRECT_READ_BYTES + 7, 3 * DIRECT_READ_BYTES]), max_size=6),
+       reads=st.lists(st.integers(1, 4 * DIRECT_READ_BYTES), min_size=1, max_size=6))
+def test_any_mix_of_reads_into_the_shared_and_the_direct_buffer_yields_the_same_frames(sizes, reads):
+    payloads = [bytes([i + 1]) * size for i, size in enumerate(sizes)]
+    decoder = FrameDecoder()
+    frames = read_like_the_server(decoder, framed(*payloads), reads)
+    assert as_bytes(frames) == payloads  # also after the shared buffer was overwritten
+    assert decoder.buffered_bytes == 0 and decoder.direct is None
+
+
+def test_a_bad_prefix_after_a_large_frame_read_directly_still_fails_the_decoder():
+    big = b"z" * (DIRECT_READ_BYTES + 5000)
+    decoder = FrameDecoder(max_frame_bytes=len(big))
+    assert decoder.feed(framed(big)[:1000]) == []
+    rest = len(decoder.direct)
+    decoder.direct[:] = big[-rest:]
+    assert as_bytes(decoder.filled(rest)) == [big]
+    with pytest.raises(InvalidReceiveError):
+        decoder.feed(struct.pack(">i", len(big) + 1))
+    assert decoder.direct is None
+
+
+def test_a_prefix_announcing_more_than_the_limit_gets_no_buffer():
+    decoder = FrameDecoder(max_frame_bytes=DIRECT_READ_BYTES * 2)
+    too_big = struct.pack(">i", DIRECT_READ_BYTES * 2 + 1)
+    frames = decoder.feed(memoryview(bytearray(framed(b"ok") + too_big + b"x" * 100)))
+    assert as_bytes(frames) == [b"ok"] and decoder.failed is not None
+    assert decoder.direct is None and decoder.buffered_bytes == 0

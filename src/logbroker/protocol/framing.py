@@ -4,21 +4,27 @@ Every Kafka request is a frame: an int32 big-endian size, then that many bytes (
 `FrameDecoder` is fed whatever each socket read returned and hands back every frame completed by
 it, in order. It never touches a socket.
 
-Why it is shaped this way. The server calls `feed` on every read, and clients pipeline, so one read
-holds many small frames or a slice of one big Produce. Copies are what cost:
+Why it is shaped this way. The server reads every connection into one shared buffer and calls
+`feed` with a view of it, and clients pipeline, so one read holds many small frames or a slice of
+one big Produce. Copies are what cost, so each byte is copied at most once:
 
-* Frames that lie wholly inside the data just fed (the common case) come back as memoryviews of
-  that `bytes` object — no copy at all. kio then copies a Produce's records into the `bytes`
-  of the parsed request, the first of the two copies on the way in (see codec.py).
-* Only an incomplete frame at the end of a read is kept, in a bytearray that grows by appends
-  (amortised O(1) a byte, never O(n²)). The frame it completes is handed out as a memoryview of
-  that bytearray, and the decoder then starts a fresh bytearray for the next partial frame instead
-  of compacting the old one in place. A bytearray cannot be resized while a memoryview of it is
-  alive, so this is what makes handing out views safe: a buffer that has been handed out is never
-  written again. The bytes copied into the new buffer are only the new partial frame's, which came
-  in with this read, so each byte is copied at most once.
+* Frames that lie wholly inside the data just fed come back as memoryviews. When `feed` was given
+  `bytes`, they are views of it (no copy); given any other buffer (the server's read buffer, which
+  the next read overwrites), the span of those frames is copied into one `bytes` first — the copy
+  asyncio would have made anyway to hand a read to `data_received`.
+* Only an incomplete frame at the end of a read is kept. A small one is kept in a bytearray that
+  grows by appends (amortised O(1) a byte, never O(n²)); the frame it completes is handed out as a
+  memoryview of that bytearray, and the decoder then starts a fresh bytearray for the next partial
+  frame instead of compacting the old one in place. A bytearray cannot be resized while a memoryview
+  of it is alive, so this is what makes handing out views safe: a buffer that has been handed out
+  is never written again.
+* A frame whose body still needs DIRECT_READ_BYTES or more once its size is known gets a buffer of
+  exactly its size (as Kafka's NetworkReceive allocates one after reading the size), and
+  `direct` is the unfilled rest of it: the socket reads the body straight into
+  the frame, and `filled` takes the count. A large Produce's records are then never copied in user
+  space on the way in; fed bytes (TLS plaintext) land in the same buffer.
 
-A frame is therefore valid for as long as the caller keeps it; it pins the chunk it came from.
+A frame is therefore valid for as long as the caller keeps it; it pins the buffer it came from.
 
 The size prefix is checked the moment its 4 bytes are in, before any of the body is buffered: a
 negative size or one above `socket.request.max.bytes` raises InvalidReceiveError (Kafka's
@@ -37,23 +43,37 @@ from logbroker.protocol.errors import InvalidReceiveError
 
 DEFAULT_MAX_REQUEST_BYTES = 104857600  # socket.request.max.bytes
 SIZE_PREFIX_BYTES = 4
+# A frame body still this far from complete is read into its own buffer rather than copied out of
+# reads. Filling a buffer exactly takes a recv of its own (and libuv then tries one more), which
+# costs about what copying a 64 KiB Produce's rest costs (confluent-kafka's usual request); from
+# here on the copy is the larger (kcat's ~1 MB requests: 10-13% of the broker's CPU in memmove).
+DIRECT_READ_BYTES = 131072
 
 _SIZE = struct.Struct(">i")
 
 
 class FrameDecoder:
-    """Incremental decoder of size-prefixed frames. Not thread-safe; one per connection."""
+    """Incremental decoder of size-prefixed frames. Not thread-safe; one per connection.
 
-    __slots__ = ("_max_frame_bytes", "_partial", "_partial_size", "failed")
+    At most one of `_partial` (a small incomplete frame, prefix included) and `_body` (a large
+    frame's own buffer, `_filled` bytes of it read) holds bytes at any time."""
+
+    __slots__ = ("_max_frame_bytes", "_partial", "_partial_size", "_body", "_filled", "direct", "failed")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         if max_frame_bytes < 0:
             raise ValueError(f"max_frame_bytes must be >= 0, got {max_frame_bytes}")
         self._max_frame_bytes = max_frame_bytes
-        # Bytes of the one incomplete frame, size prefix included (empty when between frames).
+        # Bytes of the one incomplete small frame, size prefix included (empty when between frames).
         self._partial = bytearray()
         # That frame's body size once its prefix is complete, else -1.
         self._partial_size = -1
+        self._body: bytearray | None = None
+        self._filled = 0
+        # The unfilled rest of a large frame's body, for the next socket read to fill (then call
+        # `filled`); None when no large frame is in progress: read anywhere and `feed` the bytes.
+        # Read it, never set it (an attribute, as the server reads it before every read).
+        self.direct: memoryview | None = None
         # The framing error found after the frames the last `feed` returned, if any (read it,
         # never set it): an attribute, not a property, as the server reads it after every read.
         self.failed: InvalidReceiveError | None = None
@@ -65,38 +85,64 @@ class FrameDecoder:
     @property
     def buffered_bytes(self) -> int:
         """Bytes held for an incomplete frame (prefix included)."""
+        if self._body is not None:
+            return SIZE_PREFIX_BYTES + self._filled
         return len(self._partial)
 
     @property
     def pending_frame_size(self) -> int | None:
         """The announced body size of the incomplete frame, if its prefix has arrived."""
+        if self._body is not None:
+            return len(self._body)
         return self._partial_size if self._partial_size >= 0 else None
+
+    def filled(self, nbytes: int) -> list[memoryview]:
+        """`nbytes` were read into `direct`: the frame, once complete."""
+        body = self._body
+        self._filled += nbytes
+        if self._filled < len(body):
+            self.direct = self.direct[nbytes:]
+            return []
+        self._body = self.direct = None
+        return [memoryview(body).toreadonly()]
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
         """Take the next bytes of the stream; return the frames they complete (bodies, no prefix).
 
-        Pass `bytes` (what asyncio's data_received gives): the returned views may point into it.
-        Any other buffer is copied first, since the caller may reuse it.
+        The returned views point into `data` only when it is `bytes`; of any other buffer, which
+        the caller may reuse, what the decoder keeps is copied.
         """
         if self.failed is not None:
             raise self.failed
-        if type(data) is not bytes:
-            data = bytes(data)
         view = memoryview(data)
-        end = len(data)
+        end = len(view)
         pos = 0
         frames: list[memoryview] = []
-        partial = self._partial
 
+        if self._body is not None:
+            # A large frame's body arrived as fed bytes (TLS plaintext) rather than a direct read.
+            take = min(len(self._body) - self._filled, end)
+            self._body[self._filled:self._filled + take] = view[:take]
+            pos = take
+            frames += self.filled(take)
+            if self._body is not None:
+                return frames
+
+        partial = self._partial
         if partial:
             # Finish the frame started by earlier reads, copying only the bytes it still needs.
             if self._partial_size < 0:
-                take = min(SIZE_PREFIX_BYTES - len(partial), end)
-                partial += view[:take]
-                pos = take
+                take = min(SIZE_PREFIX_BYTES - len(partial), end - pos)
+                partial += view[pos:pos + take]
+                pos += take
                 if len(partial) < SIZE_PREFIX_BYTES:
                     return frames
-                self._partial_size = self._check_size(_SIZE.unpack_from(partial, 0)[0])
+                size = self._partial_size = self._check_size(_SIZE.unpack_from(partial, 0)[0])
+                if size - (end - pos) >= DIRECT_READ_BYTES:
+                    self._partial = bytearray()
+                    self._partial_size = -1
+                    self._start_body(size, view[pos:end])
+                    return frames
             need = SIZE_PREFIX_BYTES + self._partial_size - len(partial)
             take = min(need, end - pos)
             partial += view[pos:pos + take]
@@ -108,29 +154,48 @@ class FrameDecoder:
             self._partial = partial = bytearray()
             self._partial_size = -1
 
-        # Frames lying wholly in `data`: views, no copies.
+        # Frames lying wholly in `data`: views of it, or of one copy of their span.
         unpack = _SIZE.unpack_from
         max_size = self._max_frame_bytes
+        first = pos
+        spans: list[tuple[int, int]] = []
         while end - pos >= SIZE_PREFIX_BYTES:
-            (size,) = unpack(data, pos)
+            (size,) = unpack(view, pos)
             if size < 0 or size > max_size:
                 try:
                     self._check_size(size)
                 except InvalidReceiveError:
-                    if not frames:
+                    if not frames and not spans:
                         raise
-                    return frames  # answered first; the error waits in `failed`
+                    end = pos  # what follows the bad prefix is never read
+                    break  # the frames are answered first; the error waits in `failed`
             start = pos + SIZE_PREFIX_BYTES
             stop = start + size
             if stop > end:
-                self._partial_size = size
+                if stop - end >= DIRECT_READ_BYTES:
+                    self._start_body(size, view[start:end])
+                    end = pos
+                else:
+                    self._partial_size = size
                 break
-            frames.append(view[start:stop])
+            spans.append((start, stop))
             pos = stop
 
+        if spans:
+            if type(data) is bytes:
+                frames += [view[start:stop] for start, stop in spans]
+            else:
+                copy = memoryview(bytes(view[first:pos]))
+                frames += [copy[start - first:stop - first] for start, stop in spans]
         if pos < end:
-            partial += view[pos:]
+            partial += view[pos:end]
         return frames
+
+    def _start_body(self, size: int, received: memoryview) -> None:
+        body = self._body = bytearray(size)
+        body[:len(received)] = received
+        self._filled = len(received)
+        self.direct = memoryview(body)[len(received):]
 
     def _check_size(self, size: int) -> int:
         if size < 0 or size > self._max_frame_bytes:

@@ -1,9 +1,16 @@
 """The socket side of the broker: listeners, connections, frames in, responses out in order.
 
-One asyncio.Protocol per connection. Every complete frame in a read is handed to the dispatcher at
-once (clients pipeline requests), and responses leave in request order, however long each takes:
-each request gets a slot in a queue, and one writer coroutine per connection drains the queue from
-the head.
+One asyncio.BufferedProtocol per connection. Every complete frame in a read is handed to the
+dispatcher at once (clients pipeline requests), and responses leave in request order, however long
+each takes: each request gets a slot in a queue, and one writer coroutine per connection drains the
+queue from the head.
+
+Reading: the connections of a server read into one shared buffer (READ_BUFFER_BYTES), which the
+frame decoder parses at once and copies what it keeps out of (the copy asyncio would make for
+`data_received`), except for a large frame in progress: the socket then reads straight into that
+frame's own buffer (FrameDecoder.direct), so a big Produce's records are not copied in user
+space on the way in. Sharing is safe because the event loop calls `buffer_updated` right after the
+read that filled the buffer, before any other connection's read.
 
 Writing: byte chunks go through the transport; a Fetch response's record regions go straight from
 the page cache to the socket with os.sendfile, never through Python. The two must not interleave,
@@ -41,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import mmap
 import os
 import socket
 from collections.abc import Awaitable, Callable
@@ -62,6 +70,7 @@ _limited = RateLimitedLog(log, burst=3, interval_s=60.0)  # lines a flood of cli
 MAX_IN_FLIGHT = 128
 RESUME_IN_FLIGHT = 32
 STALL_PIECE_BYTES = 4096
+READ_BUFFER_BYTES = 262144  # as uvloop's own read buffer
 TLS_CHUNK_BYTES = 262144
 TLS_WRITE_BUFFER_BYTES = 1048576
 
@@ -103,7 +112,7 @@ Response = Union[Chunks, None, Close]
 Handler = Callable[[memoryview, "KafkaConnection"], Union[Response, Awaitable[Response]]]
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, server: KafkaServer, security: ListenerSecurity = PLAINTEXT,
                  counted_ip: str | None = None) -> None:
         self.server = server
@@ -130,7 +139,7 @@ class KafkaConnection(asyncio.Protocol):
         self._writer_idle = False  # the writer waits for a slot: nothing is being written
         self._sock_fd = -1
 
-    # -- asyncio.Protocol ---------------------------------------------------------------------
+    # -- asyncio.BufferedProtocol -------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self.transport = transport
         sock = transport.get_extra_info("socket")
@@ -153,22 +162,30 @@ class KafkaConnection(asyncio.Protocol):
         self._writer = asyncio.get_running_loop().create_task(self._write_loop())
         self.server.connections.add(self)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        direct = self.decoder.direct
+        return self.server.read_buffer if direct is None or self.tls is not None else direct
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.last_active_ms = self.server.clock_ms()
-        if self.tls is not None:
-            data = self._tls_received(data)
-            if not data:
+        if self.decoder.direct is not None and self.tls is None:  # get_buffer handed it out
+            frames = self.decoder.filled(nbytes)
+        else:
+            data = self.server.read_buffer[:nbytes]
+            if self.tls is not None:
+                data = self._tls_received(bytes(data))
+                if not data:
+                    return
+            try:
+                frames = self.decoder.feed(data)
+            except KafkaError as exc:
+                if not self._received_any and data[:2] == b"\x16\x03":
+                    log.warning("Closing connection from %s: a TLS handshake arrived on %s listener %s",
+                                self.peer, self.security.security_protocol, self.listener_name)
+                else:
+                    log.warning("Closing connection from %s: %s", self.peer, exc)
+                self.abort()
                 return
-        try:
-            frames = self.decoder.feed(data)
-        except KafkaError as exc:
-            if not self._received_any and data[:2] == b"\x16\x03":
-                log.warning("Closing connection from %s: a TLS handshake arrived on %s listener %s",
-                            self.peer, self.security.security_protocol, self.listener_name)
-            else:
-                log.warning("Closing connection from %s: %s", self.peer, exc)
-            self.abort()
-            return
         self._received_any = True
         if self._lift_request_limit and self.decoder.buffered_bytes == 0:
             self._lift_request_limit = False
@@ -424,6 +441,9 @@ class KafkaServer:
                                                  per_ip_overrides={})
         self.connections: set[KafkaConnection] = set()
         self._acceptors: list[Acceptor] = []
+        # What every connection reads into; valid until the next read. An anonymous mapping, not
+        # a bytearray: its pages are resident only once reads have reached them.
+        self.read_buffer = memoryview(mmap.mmap(-1, READ_BUFFER_BYTES))
 
     async def listen(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT) -> int:
         """Start a listener on every address of `host` (all interfaces when empty); returns the
