@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from logbroker.errors import InvalidRequestError
 from logbroker.protocol.errors import InvalidReceiveError
-from logbroker.protocol.framing import DEFAULT_MAX_REQUEST_BYTES, DIRECT_READ_BYTES, FrameDecoder
+from logbroker.protocol.framing import DEFAULT_MAX_REQUEST_BYTES, DIRECT_READ_BYTES, DIRECT_READ_SHARE, FrameDecoder
 
 
 def framed(*payloads: bytes) -> bytes:
@@ -188,21 +188,30 @@ def read_like_the_server(decoder: FrameDecoder, stream: bytes, reads: list[int])
 
 
 def test_a_large_frame_is_read_into_its_own_buffer_not_copied_out_of_reads():
-    big = bytes(range(256)) * (DIRECT_READ_BYTES // 256 + 100)
+    big = bytes(range(256)) * (DIRECT_READ_BYTES // 32)  # 8 x DIRECT_READ_BYTES
     stream = framed(b"small", big, b"tail")
+    eighth = 9 + 4 + len(big) // DIRECT_READ_SHARE  # the small frame, the prefix, an eighth of the body
     decoder = FrameDecoder()
     assert as_bytes(decoder.feed(memoryview(bytearray(stream[:1000])))) == [b"small"]
+    assert decoder.direct is None  # too little of it here yet: kept as before
+    assert decoder.feed(memoryview(bytearray(stream[1000:eighth]))) == []
     direct = decoder.direct
-    assert direct is not None and len(direct) == len(big) - (1000 - 9 - 4)  # the rest of its body
-    assert decoder.pending_frame_size == len(big) and decoder.buffered_bytes == 1000 - 9
-    direct[:50000] = stream[1000:51000]  # a read that filled part of it
+    assert direct is not None and len(direct) == len(big) - len(big) // DIRECT_READ_SHARE  # the rest
+    assert decoder.pending_frame_size == len(big) and decoder.buffered_bytes == eighth - 9
+    direct[:50000] = stream[eighth:eighth + 50000]  # a read that filled part of it
     assert decoder.filled(50000) == []
     rest = len(decoder.direct)
-    decoder.direct[:] = stream[51000:51000 + rest]
+    decoder.direct[:] = stream[eighth + 50000:eighth + 50000 + rest]
     (frame,) = decoder.filled(rest)
     assert bytes(frame) == big and frame.readonly
     assert decoder.direct is None and decoder.buffered_bytes == 0
-    assert as_bytes(decoder.feed(stream[51000 + rest:])) == [b"tail"]
+    assert as_bytes(decoder.feed(stream[eighth + 50000 + rest:])) == [b"tail"]
+
+
+def test_announcing_a_large_frame_allocates_only_as_the_bytes_arrive():
+    decoder = FrameDecoder()
+    assert decoder.feed(struct.pack(">i", 100_000_000) + b"x" * 1000) == []
+    assert decoder.direct is None and decoder.buffered_bytes == 1004
 
 
 def test_a_frame_whose_rest_is_under_the_threshold_is_copied_as_before():
@@ -215,12 +224,12 @@ def test_a_frame_whose_rest_is_under_the_threshold_is_copied_as_before():
 
 def test_a_large_frame_fed_rather_than_read_directly_completes_the_same():
     """TLS hands the decoder plaintext: the body in progress takes fed bytes too."""
-    big = b"\x01" * (DIRECT_READ_BYTES + 5000)
+    big = b"\x01" * (2 * DIRECT_READ_BYTES)
     stream = framed(big, b"after")
     decoder = FrameDecoder()
-    assert decoder.feed(stream[:100]) == []
+    assert decoder.feed(stream[:len(big) // 2]) == []
     assert decoder.direct is not None
-    assert as_bytes(decoder.feed(stream[100:])) == [big, b"after"]
+    assert as_bytes(decoder.feed(stream[len(big) // 2:])) == [big, b"after"]
     assert decoder.direct is None
 
 
@@ -237,9 +246,9 @@ def test_any_mix_of_reads_into_the_shared_and_the_direct_buffer_yields_the_same_
 
 
 def test_a_bad_prefix_after_a_large_frame_read_directly_still_fails_the_decoder():
-    big = b"z" * (DIRECT_READ_BYTES + 5000)
+    big = b"z" * (2 * DIRECT_READ_BYTES)
     decoder = FrameDecoder(max_frame_bytes=len(big))
-    assert decoder.feed(framed(big)[:1000]) == []
+    assert decoder.feed(framed(big)[:len(big) // 2]) == []
     rest = len(decoder.direct)
     decoder.direct[:] = big[-rest:]
     assert as_bytes(decoder.filled(rest)) == [big]

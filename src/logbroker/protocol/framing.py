@@ -18,11 +18,13 @@ one big Produce. Copies are what cost, so each byte is copied at most once:
   frame instead of compacting the old one in place. A bytearray cannot be resized while a memoryview
   of it is alive, so this is what makes handing out views safe: a buffer that has been handed out
   is never written again.
-* A frame whose body still needs DIRECT_READ_BYTES or more once its size is known gets a buffer of
-  exactly its size (as Kafka's NetworkReceive allocates one after reading the size), and
-  `direct` is the unfilled rest of it: the socket reads the body straight into
-  the frame, and `filled` takes the count. A large Produce's records are then never copied in user
-  space on the way in; fed bytes (TLS plaintext) land in the same buffer.
+* A frame whose body still needs DIRECT_READ_BYTES or more gets a buffer of exactly its size, as
+  Kafka's NetworkReceive allocates one after reading the size, and `direct` is the unfilled rest of
+  it: the socket reads the body straight into the frame, and `filled` takes the count. A large
+  Produce's records are then not copied in user space on the way in; fed bytes (TLS plaintext) land
+  in the same buffer. Unlike Kafka, the buffer is allocated only once an eighth of the body
+  (DIRECT_READ_SHARE) has arrived: a client must send bytes to make the broker hold eight times
+  as many, not announce 100 MB in four bytes.
 
 A frame is therefore valid for as long as the caller keeps it; it pins the buffer it came from.
 
@@ -48,6 +50,7 @@ SIZE_PREFIX_BYTES = 4
 # costs about what copying a 64 KiB Produce's rest costs (confluent-kafka's usual request); from
 # here on the copy is the larger (kcat's ~1 MB requests: 10-13% of the broker's CPU in memmove).
 DIRECT_READ_BYTES = 131072
+DIRECT_READ_SHARE = 8  # ... once 1/8 of its body is here
 
 _SIZE = struct.Struct(">i")
 
@@ -137,17 +140,13 @@ class FrameDecoder:
                 pos += take
                 if len(partial) < SIZE_PREFIX_BYTES:
                     return frames
-                size = self._partial_size = self._check_size(_SIZE.unpack_from(partial, 0)[0])
-                if size - (end - pos) >= DIRECT_READ_BYTES:
-                    self._partial = bytearray()
-                    self._partial_size = -1
-                    self._start_body(size, view[pos:end])
-                    return frames
+                self._partial_size = self._check_size(_SIZE.unpack_from(partial, 0)[0])
             need = SIZE_PREFIX_BYTES + self._partial_size - len(partial)
             take = min(need, end - pos)
             partial += view[pos:pos + take]
             pos += take
             if take < need:
+                self._read_rest_directly()
                 return frames
             frames.append(memoryview(partial)[SIZE_PREFIX_BYTES:].toreadonly())
             # That bytearray now belongs to the view just handed out; never resize it again.
@@ -172,11 +171,7 @@ class FrameDecoder:
             start = pos + SIZE_PREFIX_BYTES
             stop = start + size
             if stop > end:
-                if stop - end >= DIRECT_READ_BYTES:
-                    self._start_body(size, view[start:end])
-                    end = pos
-                else:
-                    self._partial_size = size
+                self._partial_size = size
                 break
             spans.append((start, stop))
             pos = stop
@@ -189,13 +184,23 @@ class FrameDecoder:
                 frames += [copy[start - first:stop - first] for start, stop in spans]
         if pos < end:
             partial += view[pos:end]
+            if self._partial_size >= 0:
+                self._read_rest_directly()
         return frames
 
-    def _start_body(self, size: int, received: memoryview) -> None:
+    def _read_rest_directly(self) -> None:
+        """Move the incomplete frame into a buffer of its own size, for the socket to fill, if
+        enough of it is still to come and enough of it is here."""
+        partial, size = self._partial, self._partial_size
+        received = len(partial) - SIZE_PREFIX_BYTES
+        if size - received < DIRECT_READ_BYTES or received * DIRECT_READ_SHARE < size:
+            return
         body = self._body = bytearray(size)
-        body[:len(received)] = received
-        self._filled = len(received)
-        self.direct = memoryview(body)[len(received):]
+        body[:received] = memoryview(partial)[SIZE_PREFIX_BYTES:]
+        self._filled = received
+        self.direct = memoryview(body)[received:]
+        self._partial = bytearray()
+        self._partial_size = -1
 
     def _check_size(self, size: int) -> int:
         if size < 0 or size > self._max_frame_bytes:
