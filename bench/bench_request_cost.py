@@ -14,7 +14,9 @@ source tree, alternating, so a before/after comparison shares the machine's nois
 case, run under cProfile with a CPU clock.
 
 `--librdkafka` adds issue 20's scenario as a user runs it (confluent-kafka, 1 KiB records, 6
-partitions, linger.ms=0, paced at `--rates`); `--consumer` the same at acks=1 with a consumer
+partitions, linger.ms=0, paced at `--rates`; `--producers 1,6` shares each rate among that many
+producers, each a process and a connection of its own: many applications at a modest rate each);
+`--consumer` the same at acks=1 with a consumer
 reading as the records come (long polls of 6 partitions); `--floor` the producer's load against a
 broker that answers those Produce requests from their header alone (CANNED_BROKER, one per
 `--src`): the part of a request's CPU that is the event loop, the socket, framing and the response
@@ -26,7 +28,7 @@ data_received, the frame decoder, the dispatcher, decode, handler, append, encod
 
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_request_cost.py [--quick] [--profile] [--paced-only]
         [--src /work/main/src --src $PWD/src]
-        [--librdkafka [--rates 1000,2500,8000] [--consumer] [--floor] [--echo]] [--layers]
+        [--librdkafka [--rates 1000,2500,8000] [--producers 1,6] [--consumer] [--floor] [--echo]] [--layers]
 """
 
 from __future__ import annotations
@@ -499,48 +501,86 @@ def paced_consumer(bootstrap: str, ready, start, stop, out) -> None:
     consumer.close()
 
 
-def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: float,
-                     consumer: bool = False) -> dict:
-    """Issue 20's scenario as a user runs it: confluent-kafka sending 1 KiB records at `rate` a
-    second over 6 partitions with linger.ms=0 (each record in a request of its own, mostly).
-    Broker CPU per Produce request, the requests counted from librdkafka's statistics. With
-    `consumer`, a consumer reads them as they come (paced_consumer, another process) and the
-    CPU is per request of either client."""
-    from bench_ceilings import RequestCounter, make_producer
-
-    if consumer:
-        context = multiprocessing.get_context("spawn")
-        ready, start, stop, out = context.Event(), context.Event(), context.Event(), context.Queue()
-        reader = context.Process(target=paced_consumer, args=(broker.bootstrap, ready, start, stop, out))
-        reader.start()
-        if not ready.wait(60):
-            raise RuntimeError("the paced consumer did not start")
-    requests = RequestCounter()
-    producer, errors = make_producer({"bootstrap.servers": broker.bootstrap, "acks": acks, "linger.ms": 0,
-                                      **requests.config()})
+def send_paced(producer, rate: float, count: int, first_partition: int = 0) -> None:
+    """`count` 1 KiB records at `rate` a second, each to the next of the 6 partitions."""
     value = os.urandom(1024)
-    producer.produce(PACED_TOPIC, value)
-    producer.flush(30)
-    count = int(rate * seconds)
-    tx0 = requests.read(producer)
-    if consumer:
-        start.set()
-    cpu0, started = proc_cpu_s(broker.process.pid), time.perf_counter()
+    started = time.perf_counter()
     for i in range(count):
-        producer.produce(PACED_TOPIC, value, partition=i % 6)
+        producer.produce(PACED_TOPIC, value, partition=(first_partition + i) % 6)
         producer.poll(0)
         while time.perf_counter() < started + (i + 1) / rate:
             time.sleep(0.0002)
     producer.flush(30)
+
+
+def paced_producer(bootstrap: str, acks: int, rate: float, count: int, first_partition: int,
+                   ready, start, out) -> None:
+    """One of several producers (`--producers`), in a process of its own: `send_paced` from
+    `start`; puts its Produce requests and failed deliveries on `out`."""
+    from bench_ceilings import RequestCounter, make_producer
+
+    requests = RequestCounter()
+    producer, errors = make_producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0,
+                                      **requests.config()})
+    producer.produce(PACED_TOPIC, b"warm-up")
+    producer.flush(30)
+    ready.set()
+    start.wait()
+    tx0 = requests.read(producer)
+    send_paced(producer, rate, count, first_partition)
+    out.put((requests.read(producer) - tx0, len(errors)))
+
+
+def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: float,
+                     consumer: bool = False, producers: int = 1) -> dict:
+    """Issue 20's scenario as a user runs it: confluent-kafka sending 1 KiB records at `rate` a
+    second over 6 partitions with linger.ms=0 (each record in a request of its own, mostly).
+    Broker CPU per Produce request, the requests counted from librdkafka's statistics. With
+    `producers` > 1 the rate is shared by that many producers, each in a process and on a
+    connection of its own (many applications, each at a modest rate). With `consumer`, a consumer
+    reads them as they come (paced_consumer, another process) and the CPU is per request of
+    either client."""
+    from bench_ceilings import RequestCounter, make_producer
+
+    context = multiprocessing.get_context("spawn")
+    start, stop, out = context.Event(), context.Event(), context.Queue()
+    if consumer:
+        ready = context.Event()
+        reader = context.Process(target=paced_consumer, args=(broker.bootstrap, ready, start, stop, out))
+        reader.start()
+        if not ready.wait(60):
+            raise RuntimeError("the paced consumer did not start")
+    count = int(rate * seconds)
+    others = []
+    for k in range(1, producers):
+        ready = context.Event()
+        others.append(context.Process(target=paced_producer, args=(
+            broker.bootstrap, acks, rate / producers, count // producers, k, ready, start, out)))
+        others[-1].start()
+        if not ready.wait(60):
+            raise RuntimeError("a paced producer did not start")
+    requests = RequestCounter()
+    producer, errors = make_producer({"bootstrap.servers": broker.bootstrap, "acks": acks, "linger.ms": 0,
+                                      **requests.config()})
+    producer.produce(PACED_TOPIC, os.urandom(1024))
+    producer.flush(30)
+    tx0 = requests.read(producer)
+    start.set()
+    cpu0, started = proc_cpu_s(broker.process.pid), time.perf_counter()
+    send_paced(producer, rate / producers, count - (producers - 1) * (count // producers))
+    n, failed = requests.read(producer) - tx0, len(errors)
+    for process in others:
+        process.join(60)
+        sent, lost = out.get(timeout=60)
+        n, failed = n + sent, failed + lost
     cpu, wall = proc_cpu_s(broker.process.pid) - cpu0, time.perf_counter() - started
-    n = requests.read(producer) - tx0
     fetches = consumed = 0
     if consumer:
         stop.set()
         fetches, consumed = out.get(timeout=60)
         reader.join(60)
-    if errors:
-        raise RuntimeError(f"{len(errors)} failed deliveries, first: {errors[0]}")
+    if failed:
+        raise RuntimeError(f"{failed} failed deliveries" + (f", first: {errors[0]}" if errors else ""))
     return {"requests": n + fetches, "records": count, "us_per_request": cpu / max(1, n + fetches) * 1e6,
             "broker_cpu_pct": 100 * cpu / wall, "fetches": fetches, "consumed": consumed}
 
@@ -591,6 +631,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--consumer", action="store_true",
                         help="with --librdkafka: also each rate at acks=1 with a consumer reading the records as they "
                              "come (µs per request of either client)")
+    parser.add_argument("--producers", default="1",
+                        help="with --librdkafka: how many producers share each rate, each in a process of its own, "
+                             "comma-separated for several cases (e.g. 1,6)")
     parser.add_argument("--floor", action="store_true",
                         help="with --librdkafka: the same paced load against a broker that answers those Produce "
                              "requests without appending (the event loop, socket and framing alone)")
@@ -651,33 +694,38 @@ def main(argv: list[str] | None = None) -> int:
                 floors["echo"] = EchoProcess(root / "echo", srcs[-1])
             paced_brokers.update(floors)
             loads = [(acks, False) for acks in (1, -1)] + ([(1, True)] if args.consumer else [])
+            producer_counts = [int(n) for n in args.producers.split(",")]
             paced: dict = collections.defaultdict(list)
+            cells = [(rate, producers, acks, with_consumer) for rate in rates for producers in producer_counts
+                     for acks, with_consumer in loads]
             for _ in range(args.repeat):
-                for rate in rates:
-                    for acks, with_consumer in loads:
-                        for label, broker in paced_brokers.items():
-                            if with_consumer and label in floors:
-                                continue  # they answer Produce only
-                            paced[(rate, acks, with_consumer, label)].append(librdkafka_paced(
-                                broker, acks=acks, rate=rate, seconds=seconds + 1, consumer=with_consumer))
+                for cell in cells:
+                    rate, producers, acks, with_consumer = cell
+                    for label, broker in paced_brokers.items():
+                        if with_consumer and label in floors:
+                            continue  # they answer Produce only
+                        paced[(cell, label)].append(librdkafka_paced(
+                            broker, acks=acks, rate=rate, seconds=seconds + 1, consumer=with_consumer,
+                            producers=producers))
             rows = []
-            for rate in rates:
-                for acks, with_consumer in loads:
-                    row = [f"confluent-kafka, 1 KiB at {rate:,}/s, 6 partitions, linger.ms=0, "
-                           f"acks={'all' if acks < 0 else 1}" + (", and a consumer" if with_consumer else "")]
-                    for label in paced_brokers:
-                        runs = paced[(rate, acks, with_consumer, label)]
-                        if not runs:
-                            row += [""] * (5 if args.consumer else 4)
-                            continue
-                        row += [f"{median([r['us_per_request'] for r in runs]):.0f}",
-                                " / ".join(f"{r['us_per_request']:.0f}" for r in runs),
-                                f"{median([r['records'] / max(1, r['requests'] - r['fetches']) for r in runs]):.2f}"]
-                        if args.consumer:
-                            row.append(f"{median([r['fetches'] for r in runs]) / (seconds + 1):,.0f}"
-                                       if with_consumer else "")
-                        row.append(f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%")
-                    rows.append(row)
+            for cell in cells:
+                rate, producers, acks, with_consumer = cell
+                who = "confluent-kafka" if producers == 1 else f"{producers} confluent-kafka producers"
+                row = [f"{who}, 1 KiB at {rate:,}/s, 6 partitions, linger.ms=0, "
+                       f"acks={'all' if acks < 0 else 1}" + (", and a consumer" if with_consumer else "")]
+                for label in paced_brokers:
+                    runs = paced[(cell, label)]
+                    if not runs:
+                        row += [""] * (5 if args.consumer else 4)
+                        continue
+                    row += [f"{median([r['us_per_request'] for r in runs]):.0f}",
+                            " / ".join(f"{r['us_per_request']:.0f}" for r in runs),
+                            f"{median([r['records'] / max(1, r['requests'] - r['fetches']) for r in runs]):.2f}"]
+                    if args.consumer:
+                        row.append(f"{median([r['fetches'] for r in runs]) / (seconds + 1):,.0f}"
+                                   if with_consumer else "")
+                    row.append(f"{median([r['broker_cpu_pct'] for r in runs]):.0f}%")
+                rows.append(row)
             headers = ["load"]
             for label in paced_brokers:
                 headers += [f"µs/request ({label})", "each run", "records/produce"]
