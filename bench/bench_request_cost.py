@@ -24,7 +24,7 @@ write rather than its own work; `--echo` the same load against a minimal uvloop 
 answers each Produce with a canned frame (ECHO_SERVER): the floor of any Python server on this
 machine. All columns of the paced table run interleaved, run by run. `--layers` times each layer of
 the paced Produce's way through the broker in situ (LAYERED_BROKER: a thread-CPU clock around
-data_received, the frame decoder, the dispatcher, decode, handler, append, encode, the write).
+a read (buffer_updated), the frame decoder, the dispatcher, decode, handler, append, encode, the write).
 
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_request_cost.py [--quick] [--profile] [--paced-only]
         [--src /work/main/src --src $PWD/src]
@@ -221,7 +221,9 @@ runpy.run_module("logbroker.cli", run_name="__main__")
 # ones below it; each wrapper adds about one µs (two clock reads, which on this VM are syscalls),
 # reported as the cost of a wrapped no-op (os.getpid).
 LAYERS = [  # (module, class or None, function, label)
-    ("logbroker.server.network", "KafkaConnection", "data_received", "data_received (all of a read)"),
+    # all of a read: buffer_updated since the connection is a BufferedProtocol, data_received before
+    ("logbroker.server.network", "KafkaConnection", "buffer_updated", "a read (all of it)"),
+    ("logbroker.server.network", "KafkaConnection", "data_received", "a read (all of it)"),
     ("logbroker.protocol.framing", "FrameDecoder", "feed", "FrameDecoder.feed"),
     ("logbroker.server.dispatch", "Dispatcher", "__call__", "Dispatcher.__call__"),
     # the dispatcher calls decode_request_fields; trees before it, decode_request (one slot)
@@ -422,7 +424,7 @@ class EchoProcess:
 
 
 STAGES = [
-    ("read + frame", ("recv", "_read_ready", "data_received", "framing.py")),
+    ("read + frame", ("recv", "_read_ready", "buffer_updated", "get_buffer", "data_received", "framing.py")),
     ("write", ("'send'", "sendfile", "writelines", "_write_now", "_write_loop", "_send", "_write_bytes",
                "transports.py", "selector_events.py:")),
     ("decode", ("decode_request", "guard.py", "headers.py", "codec.py", "wire.py", "kio", "_kio_native")),

@@ -8,7 +8,7 @@ module records, until it exits, into a JSON file:
   **off CPU** (the rest: blocked in a syscall, a page fault's I/O, the GIL held by a worker
   thread, or sleeping in epoll — the 1 ms between ticks is idle sleep by design);
 - **timed calls**: each call into the broker from the loop that took ≥ 1 ms (a read's requests:
-  `KafkaConnection.data_received`; a background job's end: `ReplicaManager._background_flushed`),
+  `KafkaConnection.buffer_updated`, `data_received` in trees before it; a background job's end: `ReplicaManager._background_flushed`),
   every roll and its parts (`Log._roll`, `LogSegment.on_become_inactive`, the new segment's files,
   the producer snapshot), the worker-thread jobs (the rolled segment's flush, the writeback step,
   the periodic retention/flush/checkpoint rounds) with their thread;
@@ -145,7 +145,9 @@ def install(recorder: Recorder, canned_topic: str | None) -> None:
     from logbroker.storage.log_manager import LogManager
 
     wrap = recorder.wrap
-    wrap(KafkaConnection, "data_received", "data_received")
+    # a read's requests: buffer_updated since the connection is a BufferedProtocol, data_received before
+    wrap(KafkaConnection, "buffer_updated" if hasattr(KafkaConnection, "buffer_updated") else "data_received",
+         "a read")
     wrap(ReplicaManager, "_background_flushed", "background job done (loop)")
     wrap(Log, "append_as_leader", "append")
     wrap(AbstractIndex, "ensure_room_for_entry", "index reservation")

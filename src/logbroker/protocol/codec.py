@@ -19,8 +19,9 @@ What a client can get wrong, and what happens (each error carries the correlatio
 
 Produce is decoded by hand (protocol/requests/produce.py): its body is that module's NamedTuples,
 not kio's classes, and each partition's records are a read-only view of the frame, which is itself
-a view of the socket's read buffer (framing.py) — no copy until the page cache. Every other API
-goes through guard.py's walk and kio's reader.
+a view of the one copy the frame decoder made of the socket's reads, or of the buffer a large
+frame was read into (framing.py) — no other copy until the page cache. Every other API goes
+through guard.py's walk and kio's reader.
 """
 
 from __future__ import annotations

@@ -6,12 +6,12 @@ it, in order. It never touches a socket.
 
 Why it is shaped this way. The server reads every connection into one shared buffer and calls
 `feed` with a view of it, and clients pipeline, so one read holds many small frames or a slice of
-one big Produce. Copies are what cost, so each byte is copied at most once:
+one big Produce. Copies are what cost, so each byte is copied once, a large frame's mostly not at all:
 
-* Frames that lie wholly inside the data just fed come back as memoryviews. When `feed` was given
-  `bytes`, they are views of it (no copy); given any other buffer (the server's read buffer, which
-  the next read overwrites), the span of those frames is copied into one `bytes` first — the copy
-  asyncio would have made anyway to hand a read to `data_received`.
+* Frames that lie wholly inside the data just fed come back as memoryviews of it. Given any
+  buffer other than `bytes` (the server's read buffer, which the next read overwrites), `feed`
+  copies it into one `bytes` first — the copy asyncio would have made anyway to hand a read to
+  `data_received` — and the frames are views of that.
 * Only an incomplete frame at the end of a read is kept. A small one is kept in a bytearray that
   grows by appends (amortised O(1) a byte, never O(n²)); the frame it completes is handed out as a
   memoryview of that bytearray, and the decoder then starts a fresh bytearray for the next partial
@@ -112,13 +112,15 @@ class FrameDecoder:
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
         """Take the next bytes of the stream; return the frames they complete (bodies, no prefix).
 
-        The returned views point into `data` only when it is `bytes`; of any other buffer, which
-        the caller may reuse, what the decoder keeps is copied.
+        The returned views point into `data` when it is `bytes`; any other buffer, which the
+        caller may reuse, is copied first.
         """
         if self.failed is not None:
             raise self.failed
+        if type(data) is not bytes:
+            data = bytes(data)  # the caller reuses its buffer: one copy, which the frames share
         view = memoryview(data)
-        end = len(view)
+        end = len(data)
         pos = 0
         frames: list[memoryview] = []
 
@@ -153,35 +155,26 @@ class FrameDecoder:
             self._partial = partial = bytearray()
             self._partial_size = -1
 
-        # Frames lying wholly in `data`: views of it, or of one copy of their span.
+        # Frames lying wholly in `data`: views, no copies.
         unpack = _SIZE.unpack_from
         max_size = self._max_frame_bytes
-        first = pos
-        spans: list[tuple[int, int]] = []
         while end - pos >= SIZE_PREFIX_BYTES:
-            (size,) = unpack(view, pos)
+            (size,) = unpack(data, pos)
             if size < 0 or size > max_size:
                 try:
                     self._check_size(size)
                 except InvalidReceiveError:
-                    if not frames and not spans:
+                    if not frames:
                         raise
-                    end = pos  # what follows the bad prefix is never read
-                    break  # the frames are answered first; the error waits in `failed`
+                    return frames  # answered first; the error waits in `failed`
             start = pos + SIZE_PREFIX_BYTES
             stop = start + size
             if stop > end:
                 self._partial_size = size
                 break
-            spans.append((start, stop))
+            frames.append(view[start:stop])
             pos = stop
 
-        if spans:
-            if type(data) is bytes:
-                frames += [view[start:stop] for start, stop in spans]
-            else:
-                copy = memoryview(bytes(view[first:pos]))
-                frames += [copy[start - first:stop - first] for start, stop in spans]
         if pos < end:
             partial += view[pos:end]
             if self._partial_size >= 0:
