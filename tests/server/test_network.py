@@ -1,12 +1,14 @@
 """server/network: responses leave in request order whether they are ready at once (written from
 data_received, one send per read) or later (through the writer task), record regions sent with
-sendfile never overtake the bytes around them, and a client that does not read still stops being
-read — on uvloop and on asyncio's loop, either of which the broker may serve on."""
+sendfile never overtake the bytes around them, a client that does not read still stops being
+read, and a frame stays whole while later reads reuse the shared read buffer — on uvloop and on
+asyncio's loop, either of which the broker may serve on."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 import struct
 import time
@@ -152,3 +154,48 @@ def test_record_regions_and_bytes_arrive_in_order_through_a_full_socket(run, tmp
         os.close(fd)
     assert received == b"".join(_frame(b"head%d" % i + data[p:p + n] + b"tail%d" % i)
                                 for i, (p, n) in enumerate(regions))
+
+
+def test_frames_stay_whole_while_other_connections_reuse_the_read_buffer(run):
+    # Every connection reads into one shared buffer, and frames of 1 MB and more are read into
+    # buffers of their own: a frame a handler still holds after later reads (on this connection or
+    # another) must keep its bytes. Here each request is answered 20 ms later from the frame view
+    # itself, while two clients send small and large frames in pieces and pipelined.
+    rng = random.Random(7)
+    sizes = {"a": (10, 1_500_000, 300, 200_000, 3_000_000, 5), "b": (2_000_000, 40, 40, 150_000, 1)}
+    payloads = {name: [rng.randbytes(n) for n in ns] for name, ns in sizes.items()}
+
+    def handler(frame, connection):
+        async def later():
+            await asyncio.sleep(0.02)
+            return [_frame(bytes(frame))]  # the view, read only now
+        return later()
+
+    def client(port: int, name: str) -> list[bytes]:
+        wire = b"".join(_frame(p) for p in payloads[name])
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+            for start in range(0, len(wire), 70_001):  # pieces that cut frames anywhere
+                sock.sendall(wire[start:start + 70_001])
+                time.sleep(0.001)
+            received = bytearray()
+            expected = len(wire)
+            while len(received) < expected:
+                received += sock.recv(1 << 20)
+        answers, pos = [], 0
+        while pos < len(received):
+            (size,) = _SIZE.unpack_from(received, pos)
+            answers.append(bytes(received[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+        return answers
+
+    async def main():
+        server = KafkaServer(handler, max_request_bytes=4 << 20, connections_max_idle_ms=600_000,
+                             clock_ms=lambda: 0)
+        port = await server.listen("127.0.0.1", 0)
+        loop = asyncio.get_running_loop()
+        got = await asyncio.gather(*(loop.run_in_executor(None, client, port, name) for name in payloads))
+        await server.close()
+        return dict(zip(payloads, got))
+
+    got = run(main())
+    assert got == payloads
