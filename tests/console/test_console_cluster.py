@@ -47,5 +47,8 @@ def test_overview_shows_racks_and_under_replicated_and_under_min_isr_partitions(
                                     ("1", "ISR below min.insync.replicas"),
                                     ("1", "under-replicated")]
         assert card(page, "under-min-isr") >= 2
-        status, page = get(console.url + "/topics/payments?tab=partitions")
-        assert page.count('<td class="warn">') == 2  # the ISR cells, highlighted
+        # Each broker learns the new ISRs from the controller on its own (UpdateMetadata), and
+        # the console's next Metadata request may go to one that has not yet: wait for it too.
+        page = wait_for(lambda: (lambda p: p if p.count('<td class="warn">') == 2 else None)(
+            get(console.url + "/topics/payments?tab=partitions")[1]),
+            timeout_s=30, what="the partitions tab to highlight the two shrunk ISRs")
