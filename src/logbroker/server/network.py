@@ -6,11 +6,11 @@ each takes: each request gets a slot in a queue, and one writer coroutine per co
 queue from the head.
 
 Reading: the connections of a server read into one shared buffer (READ_BUFFER_BYTES), which the
-frame decoder parses at once and copies what it keeps out of (the copy asyncio would make for
-`data_received`), except for a large frame in progress: the socket then reads straight into that
-frame's own buffer (FrameDecoder.direct), so a big Produce's records are not copied in user
-space on the way in. Sharing is safe because the event loop calls `buffer_updated` right after the
-read that filled the buffer, before any other connection's read.
+frame decoder copies out at once (the copy asyncio would make for `data_received`) and parses,
+except while a large frame is in progress: the socket then reads straight into that frame's own
+buffer (FrameDecoder.direct), so most of a big Produce's records are never copied in user space
+on the way in. Sharing is safe because the event loop calls `buffer_updated` right after the read
+that filled the buffer, before any other connection's read.
 
 Writing: byte chunks go through the transport; a Fetch response's record regions go straight from
 the page cache to the socket with os.sendfile, never through Python. The two must not interleave,
