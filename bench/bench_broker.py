@@ -126,11 +126,24 @@ QUICK = Sizes({1024: 250_000, 100: 500_000}, reps=2, latency_s=2.0, latency_warm
 
 # --- /proc ------------------------------------------------------------------------------------
 
-def proc_cpu_s(pid: int) -> float:
-    """utime + stime of a process, seconds."""
+def proc_user_sys_s(pid: int) -> tuple[float, float]:
+    """(utime, stime) of a process, seconds. Apart, because on this VM the host's cost of the
+    memory a page-cache write takes lands in stime (docs/benchmarks.md, "What a sustained write
+    costs on this VM"): utime is the broker's own work, steadier from run to run."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
+def proc_cpu_s(pid: int) -> float:
+    """utime + stime of a process, seconds."""
+    return sum(proc_user_sys_s(pid))
+
+
+def user_sys_per_gb(before: tuple[float, float], after: tuple[float, float], nbytes: int) -> dict:
+    """The broker's utime and stime per GB appended between two proc_user_sys_s readings."""
+    return {"broker_user_s_per_gb": (after[0] - before[0]) / (nbytes / GB),
+            "broker_sys_s_per_gb": (after[1] - before[1]) / (nbytes / GB)}
 
 
 def proc_mem_mib(pid: int) -> dict[str, float]:
@@ -234,10 +247,11 @@ class Bench:
                 prefault(self.root, count * (size + RECORD_OVERHEAD))
             if spy:
                 spy.mark()
-            cpu0 = proc_cpu_s(self.pid)
+            split0 = proc_user_sys_s(self.pid)
             with MachineCpu() as machine, MemSampler(self.pid) as mem:
                 wall, client_cpu = produce_loop(producer, topic, value, count)
-            broker_cpu = proc_cpu_s(self.pid) - cpu0
+            split1 = proc_user_sys_s(self.pid)
+            broker_cpu = sum(split1) - sum(split0)
         n_requests = requests.read(producer) - tx0
         del producer
         if errors:
@@ -255,7 +269,7 @@ class Bench:
                 "client_cpu_pct": 100 * client_cpu / wall,
                 "rest_cpu_pct": machine.busy_pct - 100 * (broker_cpu + client_cpu) / wall,
                 "peak_rss_mib": mem.peak["VmRSS"],
-                "peak_anon_mib": mem.peak["RssAnon"]}
+                "peak_anon_mib": mem.peak["RssAnon"], **user_sys_per_gb(split0, split1, nbytes)}
 
     def kcat_produce_case(self, size: int, count: int, *, tag: str = "") -> dict:
         """`count` records of `size` bytes produced by kcat (librdkafka's C producer, its default
@@ -270,12 +284,13 @@ class Bench:
             for _ in range(count):
                 f.write(block)
         bytes0 = log_bytes(self.broker.data_dir, topic)
-        cpu0 = proc_cpu_s(self.pid)
+        split0 = proc_user_sys_s(self.pid)
         start = time.perf_counter()
         subprocess.run(["kcat", "-P", "-q", "-b", self.broker.bootstrap, "-t", topic, "-p", "0",
                         "-X", "linger.ms=5", "-l", str(lines)], check=True, timeout=600)
         wall = time.perf_counter() - start
-        broker_cpu = proc_cpu_s(self.pid) - cpu0
+        split1 = proc_user_sys_s(self.pid)
+        broker_cpu = sum(split1) - sum(split0)
         lines.unlink()
         end = self.end_offsets(topic, 1)
         if end != count:
@@ -283,7 +298,8 @@ class Bench:
         nbytes = log_bytes(self.broker.data_dir, topic) - bytes0
         return {"topic": topic, "size": size, "count": count, "wall_s": wall, "msgs_s": count / wall,
                 "log_bytes": nbytes, "broker_cpu_s": broker_cpu,
-                "broker_cpu_s_per_gb": broker_cpu / (nbytes / GB), "broker_cpu_pct": 100 * broker_cpu / wall}
+                "broker_cpu_s_per_gb": broker_cpu / (nbytes / GB), "broker_cpu_pct": 100 * broker_cpu / wall,
+                **user_sys_per_gb(split0, split1, nbytes)}
 
     # -- 2. consume -------------------------------------------------------------------------
     def consume_case(self, topic: str, size: int, count: int, client: str, *, spy: PySpy | None = None) -> dict:

@@ -4,6 +4,10 @@ partitions) against one broker per `--src`, alternating, without bench_broker's 
 machine — for A/B comparisons on a shared machine, where both sides take the same noise. The
 goals themselves are judged by bench_broker.py beside its ceilings.
 
+Each run's CPU is also given as user and system time: on this VM the host's cost of the memory
+a page-cache write takes lands in system time (docs/benchmarks.md, "What a sustained write costs
+on this VM"), so the user column is the steadier reading of the broker's own work.
+
 `--kcat N` adds issue 16's C-client case: N records of 100 B produced by kcat (librdkafka's own
 batching, linger.ms=5) to one partition.
 
@@ -67,12 +71,14 @@ def main(argv: list[str] | None = None) -> int:
                 runs = results[(size, partitions, acks, src)]
                 row += [f"{median([r['broker_cpu_s_per_gb'] for r in runs]):.2f}",
                         " / ".join(f"{r['broker_cpu_s_per_gb']:.2f}" for r in runs),
+                        " / ".join(f"{r['broker_user_s_per_gb']:.2f}" for r in runs),
+                        " / ".join(f"{r['broker_sys_s_per_gb']:.2f}" for r in runs),
                         f"{median([r['msgs_s'] for r in runs]):,.0f}",
                         f"{median([r['broker_us_per_request'] for r in runs]):.0f}"]
             rows.append(row)
         headers = ["record", "partitions", "acks"]
         for src in args.src:
-            headers += [f"CPU-s/GB ({src})", "each run", "msgs/s", "µs/request"]
+            headers += [f"CPU-s/GB ({src})", "each run", "user", "sys", "msgs/s", "µs/request"]
         say(table(headers, rows))
         say(f"- load average after: {os.getloadavg()}")
         for bench in benches.values():
