@@ -153,6 +153,14 @@ class AbstractIndex:
             self._mmap.close()
             self._mmap = None
 
+    def _map_file(self) -> None:
+        """Map the file again at `_length` (after `_unmap` and any change of its size)."""
+        fd = os.open(self._path, os.O_RDWR)
+        try:
+            self._map(fd)
+        finally:
+            os.close(fd)
+
     def _count_entries(self) -> int:
         """Entries in an existing file: its whole entries less the trailing all-zero ones."""
         es = self.ENTRY_SIZE
@@ -293,13 +301,9 @@ class AbstractIndex:
                 raise ValueError(f"cannot resize {self._path} to {rounded} bytes: it holds "
                                  f"{self._entries} entries of {self.ENTRY_SIZE} bytes")
             self._unmap()
-            fd = os.open(self._path, os.O_RDWR)
-            try:
-                os.ftruncate(fd, rounded)
-                self._length = rounded
-                self._map(fd)
-            finally:
-                os.close(fd)
+            os.truncate(self._path, rounded)
+            self._length = rounded
+            self._map_file()
             self._max_entries = rounded // self.ENTRY_SIZE
             self._backed_bytes = min(self._backed_bytes, rounded)
         self._after_resize()
@@ -332,13 +336,9 @@ class AbstractIndex:
             self._trim_pending = False
             size = self._entries * self.ENTRY_SIZE
             try:
-                fd = os.open(self._path, os.O_RDWR)
+                os.truncate(self._path, size)
             except FileNotFoundError:  # deleted (or renamed for deletion) meanwhile
                 return False
-            try:
-                os.ftruncate(fd, size)
-            finally:
-                os.close(fd)
             self._length = size
             self._backed_bytes = min(self._backed_bytes, size)
             return True
@@ -351,11 +351,7 @@ class AbstractIndex:
             if mm is None or len(mm) == self._length:
                 return
             self._unmap()
-            fd = os.open(self._path, os.O_RDWR)
-            try:
-                self._map(fd)
-            finally:
-                os.close(fd)
+            self._map_file()
 
     def _truncate_to_entries(self, entries: int) -> None:
         """Keep the first `entries` entries; zero the dropped ones (see the module docstring)."""
