@@ -39,6 +39,7 @@ import socket
 import struct
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -238,25 +239,23 @@ def _begin(session: TransactionalSession, batch_id: int, marker: TopicPartition)
     producer = session.producer
     session.errors.errors.clear()
     producer.begin_transaction()
-    outcome: list[BaseException | None] = []
-    done = threading.Event()
+    outcome: Future[None] = Future()
 
     def send_offsets() -> None:
         try:
             producer.send_offsets_to_transaction(
                 [TopicPartition(marker.topic, marker.partition, batch_id + 1)],
                 session.marker_consumer.consumer_group_metadata(), OFFSETS_WATCHDOG_S)
-            outcome.append(None)
-        except BaseException as e:  # noqa: BLE001 - raised in the task's thread below
-            outcome.append(e)
-        finally:
-            done.set()
+            outcome.set_result(None)
+        except BaseException as e:  # noqa: BLE001 - raised in the task's thread by result()
+            outcome.set_exception(e)
 
+    # A daemon thread of its own, not an executor's: a call stuck for good must not hold up exit.
     threading.Thread(target=send_offsets, name="send-offsets", daemon=True).start()
-    if not done.wait(OFFSETS_WATCHDOG_S + 5):
+    try:
+        outcome.result(OFFSETS_WATCHDOG_S + 5)
+    except TimeoutError:  # the watchdog (concurrent.futures' TimeoutError is the builtin)
         return False
-    if outcome[0] is not None:
-        raise outcome[0]
     return True
 
 
