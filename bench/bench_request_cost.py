@@ -481,7 +481,7 @@ CASES = [
 LOADS = [("ping-pong: 4 connections × 1", 4, 1), ("pipelined: 2 connections × 16", 2, 16)]
 
 
-def paced_consumer(bootstrap: str, ready, start, stop, out) -> None:
+def paced_consumer(ready, bootstrap: str, start, stop, out) -> None:
     """A confluent-kafka consumer at the end of the paced topic's 6 partitions, long-polling with
     librdkafka's defaults (read_committed, fetch.wait.max.ms 500, fetch.min.bytes 1): puts the
     requests it sent and the records it got between `start` and `stop` on `out`."""
@@ -515,10 +515,9 @@ def send_paced(producer, rate: float, count: int, first_partition: int = 0) -> N
     producer.flush(30)
 
 
-def paced_producer(bootstrap: str, acks: int, rate: float, count: int, first_partition: int,
-                   ready, start, out) -> None:
-    """One of several producers (`--producers`), in a process of its own: `send_paced` from
-    `start`; puts its Produce requests and failed deliveries on `out`."""
+def warm_producer(bootstrap: str, acks: int):
+    """A confluent-kafka producer for the paced load (linger.ms=0), connected and past its first
+    delivery; returns it, its failed deliveries and its request counter."""
     from bench_ceilings import RequestCounter, make_producer
 
     requests = RequestCounter()
@@ -526,11 +525,29 @@ def paced_producer(bootstrap: str, acks: int, rate: float, count: int, first_par
                                       **requests.config()})
     producer.produce(PACED_TOPIC, b"warm-up")
     producer.flush(30)
+    return producer, errors, requests
+
+
+def paced_producer(ready, bootstrap: str, acks: int, rate: float, count: int, first_partition: int,
+                   start, out) -> None:
+    """One of several producers (`--producers`), in a process of its own: `send_paced` from
+    `start`; puts its Produce requests and failed deliveries on `out`."""
+    producer, errors, requests = warm_producer(bootstrap, acks)
     ready.set()
     start.wait()
     tx0 = requests.read(producer)
     send_paced(producer, rate, count, first_partition)
     out.put((requests.read(producer) - tx0, len(errors)))
+
+
+def spawn_ready(context, target, args: tuple, what: str):
+    """Start `target(ready, *args)` in a process and wait for it to set `ready`."""
+    ready = context.Event()
+    process = context.Process(target=target, args=(ready, *args))
+    process.start()
+    if not ready.wait(60):
+        raise RuntimeError(f"{what} did not start")
+    return process
 
 
 def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: float,
@@ -542,39 +559,24 @@ def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: fl
     connection of its own (many applications, each at a modest rate). With `consumer`, a consumer
     reads them as they come (paced_consumer, another process) and the CPU is per request of
     either client."""
-    from bench_ceilings import RequestCounter, make_producer
-
     context = multiprocessing.get_context("spawn")
     start, stop, out = context.Event(), context.Event(), context.Queue()
     if consumer:
-        ready = context.Event()
-        reader = context.Process(target=paced_consumer, args=(broker.bootstrap, ready, start, stop, out))
-        reader.start()
-        if not ready.wait(60):
-            raise RuntimeError("the paced consumer did not start")
+        reader = spawn_ready(context, paced_consumer, (broker.bootstrap, start, stop, out), "the paced consumer")
     count = int(rate * seconds)
-    others = []
-    for k in range(1, producers):
-        ready = context.Event()
-        others.append(context.Process(target=paced_producer, args=(
-            broker.bootstrap, acks, rate / producers, count // producers, k, ready, start, out)))
-        others[-1].start()
-        if not ready.wait(60):
-            raise RuntimeError("a paced producer did not start")
-    requests = RequestCounter()
-    producer, errors = make_producer({"bootstrap.servers": broker.bootstrap, "acks": acks, "linger.ms": 0,
-                                      **requests.config()})
-    producer.produce(PACED_TOPIC, os.urandom(1024))
-    producer.flush(30)
+    others = [spawn_ready(context, paced_producer, (broker.bootstrap, acks, rate / producers, count // producers,
+                                                    k, start, out), "a paced producer")
+              for k in range(1, producers)]
+    producer, errors, requests = warm_producer(broker.bootstrap, acks)
     tx0 = requests.read(producer)
     start.set()
     cpu0, started = proc_cpu_s(broker.process.pid), time.perf_counter()
     send_paced(producer, rate / producers, count - (producers - 1) * (count // producers))
     n, failed = requests.read(producer) - tx0, len(errors)
     for process in others:
-        process.join(60)
         sent, lost = out.get(timeout=60)
         n, failed = n + sent, failed + lost
+        process.join(60)
     cpu, wall = proc_cpu_s(broker.process.pid) - cpu0, time.perf_counter() - started
     fetches = consumed = 0
     if consumer:
