@@ -208,6 +208,31 @@ def test_a_large_frame_is_read_into_its_own_buffer_not_copied_out_of_reads():
     assert as_bytes(decoder.feed(stream[eighth + 50000 + rest:])) == [b"tail"]
 
 
+def test_a_read_that_brings_an_eighth_of_a_large_frame_starts_its_own_buffer_at_once():
+    big = bytes(range(256)) * (DIRECT_READ_BYTES // 64)  # 4 x DIRECT_READ_BYTES
+    stream = framed(b"small", big)
+    first = 9 + 4 + len(big) // 2  # the small frame, then half of the large one, in one read
+    decoder = FrameDecoder()
+    assert as_bytes(decoder.feed(memoryview(bytearray(stream[:first])))) == [b"small"]
+    assert decoder.direct is not None and len(decoder.direct) == len(big) // 2
+    assert decoder.buffered_bytes == first - 9
+    rest = len(decoder.direct)
+    decoder.direct[:] = stream[first:]
+    assert as_bytes(decoder.filled(rest)) == [big]
+
+
+def test_a_large_frames_own_buffer_shows_none_of_what_its_memory_held_before():
+    """The buffer is not zero-filled: every byte of the frame must come from the stream."""
+    size = 3 * DIRECT_READ_BYTES
+    for _ in range(3):
+        stale = bytearray(b"\xab") * size  # freed at once: the allocator may hand its memory back
+        del stale
+    payload = bytes(range(251)) * (size // 251) + b"\x00" * (size % 251)
+    for reads in ([size // 3], [1000, 70000, 7], [size + 4]):
+        decoder = FrameDecoder()
+        assert as_bytes(read_like_the_server(decoder, framed(payload, b"next"), reads)) == [payload, b"next"]
+
+
 def test_announcing_a_large_frame_allocates_only_as_the_bytes_arrive():
     decoder = FrameDecoder()
     assert decoder.feed(struct.pack(">i", 100_000_000) + b"x" * 1000) == []
