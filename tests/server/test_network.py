@@ -16,7 +16,7 @@ import time
 import pytest
 import uvloop
 
-from logbroker.server.network import MAX_IN_FLIGHT, KafkaServer
+from logbroker.server.network import MAX_IN_FLIGHT, SMALL_REGION_BYTES, KafkaServer
 from logbroker.storage.values import FileRegion
 
 _SIZE = struct.Struct(">i")
@@ -49,8 +49,8 @@ def _handler(frame, connection):
     return answer
 
 
-async def _serve():
-    server = KafkaServer(_handler, max_request_bytes=1 << 20, connections_max_idle_ms=600_000,
+async def _serve(handler=_handler):
+    server = KafkaServer(handler, max_request_bytes=1 << 20, connections_max_idle_ms=600_000,
                          clock_ms=lambda: 0)
     port = await server.listen("127.0.0.1", 0)
     return server, port
@@ -154,6 +154,77 @@ def test_record_regions_and_bytes_arrive_in_order_through_a_full_socket(run, tmp
         os.close(fd)
     assert received == b"".join(_frame(b"head%d" % i + data[p:p + n] + b"tail%d" % i)
                                 for i, (p, n) in enumerate(regions))
+
+
+def test_small_and_large_record_regions_keep_their_place_answered_at_once_or_later(run, tmp_path):
+    # Regions up to SMALL_REGION_BYTES are copied and written with the bytes around them, larger
+    # ones go by sendfile: either way, in answers written at once and in answers the writer sends
+    # later, every byte lands where the frame says.
+    data = bytes(range(253)) * 2_000
+    path = tmp_path / "segment"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    sizes = [1, SMALL_REGION_BYTES, SMALL_REGION_BYTES + 1, 200_000, 700]
+
+    def answer(i: int) -> list:
+        small, large = sizes[i % len(sizes)], sizes[(i + 2) % len(sizes)]
+        head = b"head%d" % i
+        return [_SIZE.pack(len(head) + small + 3 + large + 4) + head, FileRegion(fd, i, small), b"mid",
+                FileRegion(fd, 1000 + i, large), b"tail"]
+
+    def expected(i: int) -> bytes:
+        small, large = sizes[i % len(sizes)], sizes[(i + 2) % len(sizes)]
+        return _frame(b"head%d" % i + data[i:i + small] + b"mid" + data[1000 + i:1000 + i + large] + b"tail")
+
+    def handler(frame, connection):
+        i = int(bytes(frame))
+        if i % 3:
+            return answer(i)
+
+        async def later():
+            await asyncio.sleep(0.005)
+            return answer(i)
+        return later()
+
+    async def main():
+        server, port = await _serve(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"".join(_frame(b"%d" % i) for i in range(12)))
+        received = await reader.readexactly(sum(len(expected(i)) for i in range(12)))
+        writer.close()
+        await server.close()
+        return received
+
+    try:
+        assert run(main()) == b"".join(expected(i) for i in range(12))
+    finally:
+        os.close(fd)
+
+
+def test_a_small_region_the_file_no_longer_holds_closes_the_connection_mid_frame(run, tmp_path):
+    # As with sendfile: a region past the end of its file (truncated meanwhile) must not be
+    # answered with other bytes; the client sees the frame cut short and the connection closed.
+    path = tmp_path / "segment"
+    path.write_bytes(b"x" * 100)
+    fd = os.open(path, os.O_RDONLY)
+
+    def handler(frame, connection):
+        return [_SIZE.pack(4 + 500) + b"head", FileRegion(fd, 50, 500)]
+
+    async def main():
+        server, port = await _serve(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(_frame(b"0"))
+        received = await asyncio.wait_for(reader.read(), 5)  # until the broker closes
+        writer.close()
+        await server.close()
+        return received
+
+    try:
+        received = run(main())
+    finally:
+        os.close(fd)
+    assert received.startswith(_SIZE.pack(504) + b"head") and len(received) < 4 + 504
 
 
 def test_frames_stay_whole_while_other_connections_reuse_the_read_buffer(run):
