@@ -31,6 +31,23 @@ def run(request):
     return run
 
 
+@pytest.fixture
+def segment(tmp_path):
+    """Open a file holding the given bytes for reading, as a log segment: its descriptor, closed
+    after the test."""
+    fds: list[int] = []
+
+    def open_segment(data: bytes) -> int:
+        path = tmp_path / f"segment-{len(fds)}"
+        path.write_bytes(data)
+        fds.append(os.open(path, os.O_RDONLY))
+        return fds[-1]
+
+    yield open_segment
+    for fd in fds:
+        os.close(fd)
+
+
 def _frame(payload: bytes) -> bytes:
     return _SIZE.pack(len(payload)) + payload
 
@@ -109,15 +126,13 @@ def test_a_client_that_does_not_read_stops_being_read(run):
     assert sent < 4 * MAX_IN_FLIGHT * 60_004
 
 
-def test_record_regions_and_bytes_arrive_in_order_through_a_full_socket(run, tmp_path):
+def test_record_regions_and_bytes_arrive_in_order_through_a_full_socket(run, segment):
     # Each answer is bytes, a file region sent with os.sendfile, bytes again, to a client (in a
     # thread) that reads slowly: sendfile meets a full socket, the transport buffers, the socket
     # drains while the loop runs, and no byte may overtake another (the high-water mark of 0
     # pauses writing within the write that buffers, on either loop).
     data = bytes(range(251)) * 16_000  # ~4 MB: more than the socket buffers hold
-    path = tmp_path / "segment"
-    path.write_bytes(data)
-    fd = os.open(path, os.O_RDONLY)
+    fd = segment(data)
     regions = [(i * 100_003, 1_500_000 + i) for i in range(6)]
 
     def handler(frame, connection):
@@ -141,29 +156,21 @@ def test_record_regions_and_bytes_arrive_in_order_through_a_full_socket(run, tmp
             return bytes(received)
 
     async def main():
-        server = KafkaServer(handler, max_request_bytes=1 << 20, connections_max_idle_ms=600_000,
-                             clock_ms=lambda: 0)
-        port = await server.listen("127.0.0.1", 0)
+        server, port = await _serve(handler)
         received = await asyncio.get_running_loop().run_in_executor(None, client, port)
         await server.close()
         return received
 
-    try:
-        received = run(main())
-    finally:
-        os.close(fd)
-    assert received == b"".join(_frame(b"head%d" % i + data[p:p + n] + b"tail%d" % i)
+    assert run(main()) == b"".join(_frame(b"head%d" % i + data[p:p + n] + b"tail%d" % i)
                                 for i, (p, n) in enumerate(regions))
 
 
-def test_small_and_large_record_regions_keep_their_place_answered_at_once_or_later(run, tmp_path):
+def test_small_and_large_record_regions_keep_their_place_answered_at_once_or_later(run, segment):
     # Regions up to SMALL_REGION_BYTES are copied and written with the bytes around them, larger
     # ones go by sendfile: either way, in answers written at once and in answers the writer sends
     # later, every byte lands where the frame says.
     data = bytes(range(253)) * 2_000
-    path = tmp_path / "segment"
-    path.write_bytes(data)
-    fd = os.open(path, os.O_RDONLY)
+    fd = segment(data)
     sizes = [1, SMALL_REGION_BYTES, SMALL_REGION_BYTES + 1, 200_000, 700]
 
     def answer(i: int) -> list:
@@ -195,18 +202,13 @@ def test_small_and_large_record_regions_keep_their_place_answered_at_once_or_lat
         await server.close()
         return received
 
-    try:
-        assert run(main()) == b"".join(expected(i) for i in range(12))
-    finally:
-        os.close(fd)
+    assert run(main()) == b"".join(expected(i) for i in range(12))
 
 
-def test_a_small_region_the_file_no_longer_holds_closes_the_connection_mid_frame(run, tmp_path):
+def test_a_small_region_the_file_no_longer_holds_closes_the_connection_mid_frame(run, segment):
     # As with sendfile: a region past the end of its file (truncated meanwhile) must not be
     # answered with other bytes; the client sees the frame cut short and the connection closed.
-    path = tmp_path / "segment"
-    path.write_bytes(b"x" * 100)
-    fd = os.open(path, os.O_RDONLY)
+    fd = segment(b"x" * 100)
 
     def handler(frame, connection):
         return [_SIZE.pack(4 + 500) + b"head", FileRegion(fd, 50, 500)]
@@ -220,10 +222,7 @@ def test_a_small_region_the_file_no_longer_holds_closes_the_connection_mid_frame
         await server.close()
         return received
 
-    try:
-        received = run(main())
-    finally:
-        os.close(fd)
+    received = run(main())
     assert received.startswith(_SIZE.pack(504) + b"head") and len(received) < 4 + 504
 
 
