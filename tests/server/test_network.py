@@ -16,6 +16,7 @@ import time
 import pytest
 import uvloop
 
+from logbroker.server import network
 from logbroker.server.network import MAX_IN_FLIGHT, SMALL_REGION_BYTES, KafkaServer
 from logbroker.storage.values import FileRegion
 
@@ -166,22 +167,27 @@ def test_record_regions_and_bytes_arrive_in_order_through_a_full_socket(run, seg
 
 
 def test_small_and_large_record_regions_keep_their_place_answered_at_once_or_later(run, segment):
-    # Regions up to SMALL_REGION_BYTES are copied and written with the bytes around them, larger
-    # ones go by sendfile: either way, in answers written at once and in answers the writer sends
-    # later, every byte lands where the frame says.
+    # Small regions are copied and written with the bytes around them until a send has copied
+    # SMALL_REGION_BYTES, the others go by sendfile: either way, in answers written at once and
+    # in answers the writer sends later, every byte lands where the frame says. Each answer has
+    # a region of each size below, rotated; 40 regions of 700 B overrun the budget mid-answer.
     data = bytes(range(253)) * 2_000
     fd = segment(data)
     sizes = [1, SMALL_REGION_BYTES, SMALL_REGION_BYTES + 1, 200_000, 700]
 
+    def regions(i: int) -> list[tuple[int, int]]:
+        rotated = [sizes[(i + k) % len(sizes)] for k in range(len(sizes))] + [700] * 40
+        return [(100 * k + i, size) for k, size in enumerate(rotated)]
+
     def answer(i: int) -> list:
-        small, large = sizes[i % len(sizes)], sizes[(i + 2) % len(sizes)]
         head = b"head%d" % i
-        return [_SIZE.pack(len(head) + small + 3 + large + 4) + head, FileRegion(fd, i, small), b"mid",
-                FileRegion(fd, 1000 + i, large), b"tail"]
+        chunks: list = [head]
+        for position, size in regions(i):
+            chunks += [FileRegion(fd, position, size), b"|"]
+        return [_SIZE.pack(len(head) + sum(size + 1 for _, size in regions(i))) + chunks[0], *chunks[1:]]
 
     def expected(i: int) -> bytes:
-        small, large = sizes[i % len(sizes)], sizes[(i + 2) % len(sizes)]
-        return _frame(b"head%d" % i + data[i:i + small] + b"mid" + data[1000 + i:1000 + i + large] + b"tail")
+        return _frame(b"head%d" % i + b"".join(data[p:p + n] + b"|" for p, n in regions(i)))
 
     def handler(frame, connection):
         i = int(bytes(frame))
@@ -203,6 +209,37 @@ def test_small_and_large_record_regions_keep_their_place_answered_at_once_or_lat
         return received
 
     assert run(main()) == b"".join(expected(i) for i in range(12))
+
+
+def test_an_answer_of_many_small_regions_copies_at_most_the_budget(run, segment, monkeypatch):
+    # A fetch of many partitions must not pull their records into memory: past SMALL_REGION_BYTES
+    # copied in one send, the regions go by sendfile.
+    data = bytes(range(251)) * 400
+    fd = segment(data)
+    copied: list[int] = []
+    read_small_region = network._read_small_region
+
+    def counting(region):
+        copied.append(region.size)
+        return read_small_region(region)
+
+    monkeypatch.setattr(network, "_read_small_region", counting)
+    spans = [(k * 997, 1000) for k in range(100)]
+
+    def handler(frame, connection):
+        return [_SIZE.pack(sum(n for _, n in spans)), *(FileRegion(fd, p, n) for p, n in spans)]
+
+    async def main():
+        server, port = await _serve(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(_frame(b"0"))
+        (answer,) = await _read_frames(reader, 1)
+        writer.close()
+        await server.close()
+        return answer
+
+    assert run(main()) == b"".join(data[p:p + n] for p, n in spans)
+    assert 0 < sum(copied) <= SMALL_REGION_BYTES
 
 
 def test_a_small_region_the_file_no_longer_holds_closes_the_connection_mid_frame(run, segment):

@@ -13,12 +13,14 @@ on the way in. Sharing is safe because the event loop calls `buffer_updated` rig
 that filled the buffer, before any other connection's read.
 
 Writing: byte chunks go through the transport; a Fetch response's record regions go straight from
-the page cache to the socket with os.sendfile, never through Python — except a region of at most
-SMALL_REGION_BYTES (a consumer at the end of the log gets one new record or a few), which is read
-with os.pread and written with the bytes around it, unparsed: one write and one TCP segment
-instead of a write, a sendfile and two segments, each waking the client (bench_request_cost.py,
-a fetch of a few records: 63 -> 49 µs of broker CPU ping-pong, 37 -> 25 pipelined; sendfile's
-fixed cost exceeds copying this little twice). The two must not interleave,
+the page cache to the socket with os.sendfile, never through Python — except small regions (a
+consumer at the end of the log gets one new record or a few), which are read with os.pread and
+written with the bytes around them, unparsed, while those of one send add up to no more than
+SMALL_REGION_BYTES: one write and one TCP segment instead of a write, a sendfile and two
+segments, each waking the client (bench_request_cost.py, a fetch of a few records: 63 -> 49 µs of
+broker CPU ping-pong, 37 -> 25 pipelined; sendfile's fixed cost exceeds copying this little
+twice). The bound keeps what a send holds in memory small however many partitions an answer has;
+the rest go by sendfile. The two must not interleave,
 so the transport's high-water mark is 0: any byte it has to buffer pauses writing, and the writer
 waits for `resume_writing` (the buffer is empty again) before its next sendfile. When sendfile hits
 a full socket, a small piece of the region is written through the transport instead, which parks
@@ -75,15 +77,15 @@ _limited = RateLimitedLog(log, burst=3, interval_s=60.0)  # lines a flood of cli
 MAX_IN_FLIGHT = 128
 RESUME_IN_FLIGHT = 32
 STALL_PIECE_BYTES = 4096
-SMALL_REGION_BYTES = 16384  # a record region up to this size is copied, not sent by sendfile
+SMALL_REGION_BYTES = 16384  # record regions copied, not sent by sendfile, per send (at most)
 READ_BUFFER_BYTES = 262144  # as uvloop's own read buffer
 TLS_CHUNK_BYTES = 262144
 TLS_WRITE_BUFFER_BYTES = 1048576
 
 
 def _read_small_region(region: FileRegion) -> bytes | None:
-    """The bytes of a region of at most SMALL_REGION_BYTES, to write with the bytes around it;
-    None if the file cannot give them all (closed, or shorter than promised): the region then
+    """The bytes of a small region, to write with the bytes around it; None if the file cannot
+    give them all (closed, or shorter than promised): the region then
     goes the sendfile way, which meets the same failure and reports it."""
     try:
         data = os.pread(region.fd, region.size, region.position)
@@ -363,11 +365,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         chunks; one the socket does not take whole is queued, with everything after it, as a
         slot that goes ahead of the slots queued in the same read, for the writer to finish."""
         pending: list = []
+        copy_budget = SMALL_REGION_BYTES
         for i, chunk in enumerate(chunks):
             if type(chunk) is not FileRegion:
                 pending.append(chunk)
                 continue
-            if chunk.size <= SMALL_REGION_BYTES and (data := _read_small_region(chunk)) is not None:
+            if chunk.size <= copy_budget and (data := _read_small_region(chunk)) is not None:
+                copy_budget -= chunk.size
                 pending.append(data)
                 continue
             if pending:
@@ -389,9 +393,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     async def _send(self, chunks: Chunks) -> None:
         pending: list = []
+        copy_budget = SMALL_REGION_BYTES
         for chunk in chunks:
             if isinstance(chunk, FileRegion):
-                if chunk.size <= SMALL_REGION_BYTES and (data := _read_small_region(chunk)) is not None:
+                if chunk.size <= copy_budget and (data := _read_small_region(chunk)) is not None:
+                    copy_budget -= chunk.size
                     pending.append(data)
                     continue
                 if pending:
