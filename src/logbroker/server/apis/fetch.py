@@ -6,7 +6,8 @@ response echoes each id as asked.
 
 The records of each partition are a file region handed to the network layer, which sends it with
 os.sendfile: the response is encoded as chunks (header bytes, region, bytes, region …) and the
-record bytes never enter Python. Sessionless: we answer session id 0, so clients send full
+record bytes are never parsed (a few KiB of small regions are copied to go out in one write with
+the bytes around them: server/network.py). Sessionless: we answer session id 0, so clients send full
 fetches (KIP-227 allows a broker to decline sessions).
 """
 
