@@ -20,11 +20,12 @@ SMALL_REGION_BYTES: one write and one TCP segment instead of a write, a sendfile
 segments, each waking the client (bench_request_cost.py, a fetch of a few records: 63 -> 49 µs of
 broker CPU ping-pong, 37 -> 25 pipelined; sendfile's fixed cost exceeds copying this little
 twice). The bound keeps what a send holds in memory small however many partitions an answer has;
-the rest go by sendfile. The two must not interleave,
-so the transport's high-water mark is 0: any byte it has to buffer pauses writing, and the writer
-waits for `resume_writing` (the buffer is empty again) before its next sendfile. When sendfile hits
-a full socket, a small piece of the region is written through the transport instead, which parks
-the writer until the socket drains — the only time record bytes are copied, a few KiB per stall.
+the rest go by sendfile. The transport's writes and sendfile must not interleave, so the
+transport's high-water mark is 0: any byte it has to buffer pauses writing, and the writer waits
+for `resume_writing` (the buffer is empty again) before its next sendfile. When sendfile hits a
+full socket, a small piece of the region is written through the transport instead, which parks
+the writer until the socket drains — a few KiB per stall, the only other time record bytes are
+copied.
 
 TLS (SSL and SASL_SSL listeners): the connection keeps a TlsSession (server/tls.py) and passes
 every byte through it. Record regions cannot go by sendfile under TLS; they are read with
@@ -85,8 +86,8 @@ TLS_WRITE_BUFFER_BYTES = 1048576
 
 def _read_small_region(region: FileRegion) -> bytes | None:
     """The bytes of a small region, to write with the bytes around it; None if the file cannot
-    give them all (closed, or shorter than promised): the region then
-    goes the sendfile way, which meets the same failure and reports it."""
+    give them all (closed, or shorter than promised): the region then goes the sendfile way,
+    which meets the same failure and reports it."""
     try:
         data = os.pread(region.fd, region.size, region.position)
     except OSError:
