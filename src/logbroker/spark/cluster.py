@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from logbroker.spark.errors import DataLossError, KafkaClientError, retriable
 from logbroker.spark.offsets import EARLIEST, LATEST, OffsetSpec, PartitionOffsets
@@ -25,6 +25,8 @@ from logbroker.spark.options import SourceOptions, Subscription
 
 METADATA_TIMEOUT_S = 30.0
 LIST_OFFSETS_TRY_S = 5.0
+# librdkafka's own errors for a request that got no answer: worth asking another broker.
+_TRANSIENT = frozenset({KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN})
 
 
 def consumer_config(options: SourceOptions, *, purpose: str) -> dict[str, object]:
@@ -63,11 +65,7 @@ class ClusterView:
 
     def topic_partitions(self) -> list[tuple[str, int]]:
         """The partitions of the subscription that exist now, sorted."""
-        try:
-            metadata = self._consumer.list_topics(timeout=METADATA_TIMEOUT_S)
-        except KafkaException as e:
-            raise KafkaClientError(f"cannot list topics of {self.options.bootstrap_servers}: {e}") \
-                from None
+        metadata = self._list_topics()
         existing = {name: sorted(topic.partitions) for name, topic in metadata.topics.items()
                     if topic.error is None}
         sub = self.subscription
@@ -80,6 +78,22 @@ class ClusterView:
         else:
             names = [name for name in sub.topics if name in existing]
         return sorted((name, p) for name in names for p in existing[name])
+
+    def _list_topics(self):
+        """Metadata of every topic. librdkafka sends the request to one broker, and if that broker
+        dies with the request in flight the request stays with it until the timeout (seen in CI:
+        a leader SIGKILLed just before the planner asked); so ask in tries of LIST_OFFSETS_TRY_S,
+        each to a broker usable then, for up to METADATA_TIMEOUT_S in total."""
+        deadline = time.monotonic() + METADATA_TIMEOUT_S
+        while True:
+            try:
+                return self._consumer.list_topics(timeout=LIST_OFFSETS_TRY_S)
+            except KafkaException as e:
+                error = e.args[0]
+                if time.monotonic() > deadline or not (retriable(error) or error.code() in _TRANSIENT):
+                    raise KafkaClientError(
+                        f"cannot list topics of {self.options.bootstrap_servers}: {e}") from None
+            time.sleep(0.2)
 
     def _list_offsets(self, queries: Mapping[tuple[str, int], int]) -> PartitionOffsets:
         if not queries:
