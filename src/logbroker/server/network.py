@@ -95,6 +95,29 @@ def _read_small_region(region: FileRegion) -> bytes | None:
     return data if len(data) == region.size else None
 
 
+def _write_runs(chunks: Chunks) -> list[Union[list, FileRegion]]:
+    """The chunks of one send as the writes they leave in: a list of byte pieces for one
+    writelines each, small record regions read in among them (their copies ≤ SMALL_REGION_BYTES
+    a send), and the FileRegions left to sendfile between those writes."""
+    runs: list[Union[list, FileRegion]] = []
+    pending: list = []
+    copy_budget = SMALL_REGION_BYTES
+    for chunk in chunks:
+        if type(chunk) is not FileRegion:
+            pending.append(chunk)
+        elif chunk.size <= copy_budget and (data := _read_small_region(chunk)) is not None:
+            copy_budget -= chunk.size
+            pending.append(data)
+        else:
+            if pending:
+                runs.append(pending)
+                pending = []
+            runs.append(chunk)
+    if pending:
+        runs.append(pending)
+    return runs
+
+
 class Close:
     """A response slot that closes the connection once the responses before it are written."""
 
@@ -363,52 +386,36 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _write_now(self, chunks: Chunks) -> None:
         """Write ready responses at once, from data_received: the writer is idle and nothing was
         queued before them, so order holds. Record regions go by sendfile between the byte
-        chunks; one the socket does not take whole is queued, with everything after it, as a
+        writes; one the socket does not take whole is queued, with everything after it, as a
         slot that goes ahead of the slots queued in the same read, for the writer to finish."""
-        pending: list = []
-        copy_budget = SMALL_REGION_BYTES
-        for i, chunk in enumerate(chunks):
-            if type(chunk) is not FileRegion:
-                pending.append(chunk)
+        runs = _write_runs(chunks)
+        for i, run in enumerate(runs):
+            if type(run) is list:
+                self.transport.writelines(run)
                 continue
-            if chunk.size <= copy_budget and (data := _read_small_region(chunk)) is not None:
-                copy_budget -= chunk.size
-                pending.append(data)
-                continue
-            if pending:
-                self.transport.writelines(pending)
-                pending = []
             sent = 0
             if self._can_write.is_set() and not self.transport.is_closing():
                 try:
-                    sent = os.sendfile(self._sock_fd, chunk.fd, chunk.position, chunk.size)
+                    sent = os.sendfile(self._sock_fd, run.fd, run.position, run.size)
                 except OSError:  # a full socket, or a failure the writer meets again and reports
                     sent = 0
-            if sent < chunk.size:
-                self._slots.appendleft([FileRegion(chunk.fd, chunk.position + sent, chunk.size - sent),
-                                        *chunks[i + 1:]])
+            if sent < run.size:
+                rest: Chunks = [FileRegion(run.fd, run.position + sent, run.size - sent)]
+                for later in runs[i + 1:]:
+                    if type(later) is list:
+                        rest.extend(later)
+                    else:
+                        rest.append(later)
+                self._slots.appendleft(rest)
                 self._slot_ready.set()
                 return
-        if pending:
-            self.transport.writelines(pending)
 
     async def _send(self, chunks: Chunks) -> None:
-        pending: list = []
-        copy_budget = SMALL_REGION_BYTES
-        for chunk in chunks:
-            if isinstance(chunk, FileRegion):
-                if chunk.size <= copy_budget and (data := _read_small_region(chunk)) is not None:
-                    copy_budget -= chunk.size
-                    pending.append(data)
-                    continue
-                if pending:
-                    await self._write_bytes(pending)
-                    pending = []
-                await self._sendfile(chunk)
+        for run in _write_runs(chunks):
+            if type(run) is list:
+                await self._write_bytes(run)
             else:
-                pending.append(chunk)
-        if pending:
-            await self._write_bytes(pending)
+                await self._sendfile(run)
 
     async def _write_bytes(self, pieces: list) -> None:
         if not self._can_write.is_set():
