@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -23,10 +24,30 @@ from logbroker.spark.errors import DataLossError, KafkaClientError, retriable
 from logbroker.spark.offsets import EARLIEST, LATEST, OffsetSpec, PartitionOffsets
 from logbroker.spark.options import SourceOptions, Subscription
 
+T = TypeVar("T")
+
 METADATA_TIMEOUT_S = 30.0
 LIST_OFFSETS_TRY_S = 5.0
 # librdkafka's own errors for a request that got no answer: worth asking another broker.
 _TRANSIENT = frozenset({KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN})
+
+
+class _TryAgain(Exception):
+    """One try of a planning call failed in a way the next try may not (its message says how)."""
+
+
+def _in_tries(attempt: Callable[[], T], *, between: Callable[[], None] = lambda: None) -> T:
+    """`attempt()`, tried again every 0.2 s (after `between()`) while it raises _TryAgain, for up
+    to METADATA_TIMEOUT_S in all; then its last failure is raised as KafkaClientError."""
+    deadline = time.monotonic() + METADATA_TIMEOUT_S
+    while True:
+        try:
+            return attempt()
+        except _TryAgain as e:
+            if time.monotonic() > deadline:
+                raise KafkaClientError(str(e)) from None
+        between()
+        time.sleep(0.2)
 
 
 def consumer_config(options: SourceOptions, *, purpose: str) -> dict[str, object]:
@@ -83,42 +104,39 @@ class ClusterView:
         """Metadata of every topic. librdkafka sends the request to one broker, and if that broker
         dies with the request in flight the request stays with it until the timeout (seen in CI:
         a leader SIGKILLed just before the planner asked); so ask in tries of LIST_OFFSETS_TRY_S,
-        each to a broker usable then, for up to METADATA_TIMEOUT_S in total."""
-        deadline = time.monotonic() + METADATA_TIMEOUT_S
-        while True:
+        each to a broker usable then."""
+
+        def attempt():
             try:
                 return self._consumer.list_topics(timeout=LIST_OFFSETS_TRY_S)
             except KafkaException as e:
-                error = e.args[0]
-                if time.monotonic() > deadline or not (retriable(error) or error.code() in _TRANSIENT):
-                    raise KafkaClientError(
-                        f"cannot list topics of {self.options.bootstrap_servers}: {e}") from None
-            time.sleep(0.2)
+                error, failure = e.args[0], f"cannot list topics of {self.options.bootstrap_servers}: {e}"
+                if retriable(error) or error.code() in _TRANSIENT:
+                    raise _TryAgain(failure) from None
+                raise KafkaClientError(failure) from None
+
+        return _in_tries(attempt)
 
     def _list_offsets(self, queries: Mapping[tuple[str, int], int]) -> PartitionOffsets:
         if not queries:
             return {}
         request = [TopicPartition(t, p, q) for (t, p), q in queries.items()]
-        # During a leader failover librdkafka may keep asking the old leader until its metadata
-        # is refreshed; ask again (with fresh metadata) for up to METADATA_TIMEOUT_S in total.
-        deadline = time.monotonic() + METADATA_TIMEOUT_S
-        while True:
+
+        def attempt() -> list[TopicPartition]:
             try:
                 answers = self._consumer.offsets_for_times(request, timeout=LIST_OFFSETS_TRY_S)
-                if not any(tp.error is not None and retriable(tp.error) for tp in answers):
-                    break
-                failure = "; ".join(str(tp.error) for tp in answers if tp.error is not None)
             except KafkaException as e:
                 # Timeouts, and _DESTROY_BROKER when the dead leader's handle is decommissioned
                 # mid-request: all transient while a new leader is elected.
-                failure = str(e)
-            if time.monotonic() > deadline:
-                raise KafkaClientError(f"ListOffsets failed: {failure}")
-            try:
-                self._consumer.list_topics(timeout=LIST_OFFSETS_TRY_S)
-            except KafkaException:
-                pass
-            time.sleep(0.2)
+                raise _TryAgain(f"ListOffsets failed: {e}") from None
+            if any(tp.error is not None and retriable(tp.error) for tp in answers):
+                raise _TryAgain("ListOffsets failed: " + "; ".join(
+                    str(tp.error) for tp in answers if tp.error is not None))
+            return answers
+
+        # During a leader failover librdkafka may keep asking the old leader until its metadata
+        # is refreshed: each try after the first asks with fresh metadata.
+        answers = _in_tries(attempt, between=self._refresh_metadata)
         result: PartitionOffsets = {}
         for tp in answers:
             if tp.error is not None:
@@ -126,6 +144,12 @@ class ClusterView:
                                        f"{tp.error}")
             result[(tp.topic, tp.partition)] = tp.offset
         return result
+
+    def _refresh_metadata(self) -> None:
+        try:
+            self._consumer.list_topics(timeout=LIST_OFFSETS_TRY_S)
+        except KafkaException:
+            pass  # the next try fails the same way, or the deadline reports it
 
     def earliest(self, tps: Iterable[tuple[str, int]]) -> PartitionOffsets:
         return self._list_offsets({tp: EARLIEST for tp in tps})
