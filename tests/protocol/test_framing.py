@@ -208,6 +208,28 @@ def test_a_large_frame_is_read_into_its_own_buffer_not_copied_out_of_reads():
     assert as_bytes(decoder.feed(stream[eighth + 50000 + rest:])) == [b"tail"]
 
 
+def test_the_decoder_says_while_a_client_sends_large_frames_so_reads_of_their_starts_stay_small():
+    """`large_frames` is what the server sizes its next read by: a large frame's start copied
+    out of a big shared read would be most of the frame (kcat's ~1 MB requests)."""
+    big = bytes(range(256)) * (DIRECT_READ_BYTES // 64)  # 4 x DIRECT_READ_BYTES
+    stream = framed(big, big, b"small")
+    half = 4 + len(big) // 2
+    decoder = FrameDecoder()
+    assert not decoder.large_frames
+    assert decoder.feed(memoryview(bytearray(stream[:half]))) == []
+    assert not decoder.large_frames  # its start came in a read of the shared buffer
+    decoder.direct[:] = stream[half:4 + len(big)]
+    assert as_bytes(decoder.filled(len(big) // 2)) == [big]
+    assert decoder.large_frames  # read directly: the next read is a small one
+    second = 4 + len(big)
+    assert decoder.feed(memoryview(bytearray(stream[second:second + half]))) == []
+    assert decoder.large_frames  # only the next large frame's start: still a large-frame client
+    decoder.direct[:] = stream[second + half:2 * second]
+    assert as_bytes(decoder.filled(len(big) // 2)) == [big]
+    assert as_bytes(decoder.feed(memoryview(bytearray(stream[2 * second:])))) == [b"small"]
+    assert not decoder.large_frames  # a frame lying in the data fed: big reads again
+
+
 def test_a_read_that_brings_an_eighth_of_a_large_frame_starts_its_own_buffer_at_once():
     big = bytes(range(256)) * (DIRECT_READ_BYTES // 64)  # 4 x DIRECT_READ_BYTES
     stream = framed(b"small", big)

@@ -65,7 +65,8 @@ class FrameDecoder:
     At most one of `_partial` (a small incomplete frame, prefix included) and `_body` (a large
     frame's own buffer, `_filled` bytes of it read) holds bytes at any time."""
 
-    __slots__ = ("_max_frame_bytes", "_partial", "_partial_size", "_body", "_filled", "direct", "failed")
+    __slots__ = ("_max_frame_bytes", "_partial", "_partial_size", "_body", "_filled", "direct", "failed",
+                 "large_frames")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         if max_frame_bytes < 0:
@@ -81,6 +82,11 @@ class FrameDecoder:
         # `filled`); None when no large frame is in progress: read anywhere and `feed` the bytes.
         # Read it, never set it (an attribute, as the server reads it before every read).
         self.direct: memoryview | None = None
+        # Whether the last frame completed was read into a buffer of its own (a client sending
+        # large Produce requests, such as kcat's ~1 MB), until a `feed` completes a frame of the
+        # data fed: the reader then reads in smaller pieces, so that the start of the client's
+        # next large frame, copied out of the shared buffer, is small. Read it, never set it.
+        self.large_frames = False
         # The framing error found after the frames the last `feed` returned, if any (read it,
         # never set it): an attribute, not a property, as the server reads it after every read.
         self.failed: InvalidReceiveError | None = None
@@ -111,6 +117,7 @@ class FrameDecoder:
             self.direct = self.direct[nbytes:]
             return []
         self._body = self.direct = None
+        self.large_frames = True
         return [memoryview(body).toreadonly()]
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
@@ -183,6 +190,7 @@ class FrameDecoder:
                 stable = True
             frames.append(view[start:stop])
             pos = stop
+            self.large_frames = False
 
         if pos < end:
             if self._partial_size >= 0 and self._reads_directly(end - pos - SIZE_PREFIX_BYTES):

@@ -10,7 +10,12 @@ frame decoder copies out at once (the copy asyncio would make for `data_received
 except while a large frame is in progress: the socket then reads straight into that frame's own
 buffer (FrameDecoder.direct), so most of a big Produce's records are never copied in user space
 on the way in. Sharing is safe because the event loop calls `buffer_updated` right after the read
-that filled the buffer, before any other connection's read.
+that filled the buffer, before any other connection's read. A read takes up to READ_BUFFER_BYTES:
+a pipelining producer's requests (confluent-kafka's are ~64 KiB) then come ~15 to a read, and
+their answers leave in one write, which wakes the client once — fewer reads and writes than with
+uvloop's 256 KiB (bench_cpu_per_gb.py, docs/benchmarks.md). From a client whose frames are read
+directly (FrameDecoder.large_frames: kcat's ~1 MB), reads take LARGE_FRAMES_READ_BYTES, so the
+start of its next frame, which is copied out of the shared buffer, stays a small part of it.
 
 Writing: byte chunks go through the transport; a Fetch response's record regions go straight from
 the page cache to the socket with os.sendfile, never through Python — except small regions (a
@@ -79,7 +84,8 @@ MAX_IN_FLIGHT = 128
 RESUME_IN_FLIGHT = 32
 STALL_PIECE_BYTES = 4096
 SMALL_REGION_BYTES = 16384  # record regions copied, not sent by sendfile, per send (at most)
-READ_BUFFER_BYTES = 262144  # as uvloop's own read buffer
+READ_BUFFER_BYTES = 1048576  # what a read takes, at most: many of a pipelining client's requests
+LARGE_FRAMES_READ_BYTES = 262144  # ... and from a client that sends frames read directly
 TLS_CHUNK_BYTES = 262144
 TLS_WRITE_BUFFER_BYTES = 1048576
 
@@ -207,7 +213,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def get_buffer(self, sizehint: int) -> memoryview:
         direct = self.decoder.direct
-        return self.server.read_buffer if direct is None or self.tls is not None else direct
+        if direct is None or self.tls is not None:
+            server = self.server
+            return server.read_buffer_large_frames if self.decoder.large_frames else server.read_buffer
+        return direct
 
     def buffer_updated(self, nbytes: int) -> None:
         self.last_active_ms = self.server.clock_ms()
@@ -481,6 +490,7 @@ class KafkaServer:
         # What every connection reads into; valid until the next read. An anonymous mapping, not
         # a bytearray: its pages are resident only once reads have reached them.
         self.read_buffer = memoryview(mmap.mmap(-1, READ_BUFFER_BYTES))
+        self.read_buffer_large_frames = self.read_buffer[:LARGE_FRAMES_READ_BYTES]
 
     async def listen(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT) -> int:
         """Start a listener on every address of `host` (all interfaces when empty); returns the
