@@ -11,13 +11,8 @@ on this VM"), so the user column is the steadier reading of the broker's own wor
 `--kcat N` adds issue 16's C-client case: N records of 100 B produced by kcat (librdkafka's own
 batching, linger.ms=5) to one partition.
 
-`--prefault` writes and deletes as many bytes as each run will append right before it
-(common.prefault), so that every run finds the guest's free pages resident: without it, a run
-that follows the removal of GBs pays the host's faults in system time (3-4 CPU-s/GB instead of
-~0.6-0.9), which is the VM's doing, not the broker's.
-
     .venv/bin/python bench/bench_cpu_per_gb.py --src /path/a/src --src /path/b/src [--records 200000]
-        [--kcat 2000000] [--prefault]
+        [--kcat 2000000]
 """
 
 from __future__ import annotations
@@ -32,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_broker import QUICK, Bench  # noqa: E402
-from common import machine_info, median, prefault, say, table  # noqa: E402
+from common import machine_info, median, say, table  # noqa: E402
 
 CASES = [(1024, 1, 1), (1024, 1, -1), (1024, 3, 1), (1024, 3, -1)]  # size, partitions, acks
 
@@ -43,7 +38,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=200_000, help="records per run")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--kcat", type=int, default=0, help="records of 100 B from kcat (0: no kcat case)")
-    parser.add_argument("--prefault", action="store_true", help="make free pages resident before each run")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-cpu-per-gb-") as tmp:
         root = Path(tmp)
@@ -61,12 +55,10 @@ def main(argv: list[str] | None = None) -> int:
             for size, partitions, acks in CASES:
                 for i, (src, bench) in enumerate(benches.items()):
                     r = bench.produce_case(size, partitions, acks, args.records, tag=f"r{rep}s{i}",
-                                           prefault_first=args.prefault)
+                                           prefault_first=False)
                     results[(size, partitions, acks, src)].append(r)
             for i, (src, bench) in enumerate(benches.items()):
                 if args.kcat:
-                    if args.prefault:
-                        prefault(root, args.kcat * 110)  # 100 B records and their overhead
                     r = bench.kcat_produce_case(100, args.kcat, tag=f"r{rep}s{i}")
                     r["broker_us_per_request"] = float("nan")  # kcat reports no request count
                     results[(100, 1, "kcat", src)].append(r)
