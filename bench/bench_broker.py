@@ -231,12 +231,14 @@ class Bench:
 
     # -- 1. produce -------------------------------------------------------------------------
     def produce_case(self, size: int, partitions: int, acks: int, count: int, *, tag: str = "",
-                     prefault_first: bool = True, spy: PySpy | None = None) -> dict:
+                     prefault_first: bool = True, spy: PySpy | None = None,
+                     producer_config: dict | None = None) -> dict:
+        """`producer_config` overrides the client's settings (PRODUCER_DEFAULTS and the rest)."""
         topic = f"{tag}p{partitions}-{size}b-acks{'all' if acks == -1 else acks}"
         self.create_topic(topic, partitions)
         requests = RequestCounter()
         producer, errors = make_producer({"bootstrap.servers": self.broker.bootstrap, "acks": acks,
-                                          **requests.config()})
+                                          **requests.config(), **(producer_config or {})})
         value = os.urandom(size)
         producer.produce(topic, value)  # connect and learn the leader, untimed
         producer.flush(30)

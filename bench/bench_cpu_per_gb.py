@@ -11,8 +11,13 @@ on this VM"), so the user column is the steadier reading of the broker's own wor
 `--kcat N` adds issue 16's C-client case: N records of 100 B produced by kcat (librdkafka's own
 batching, linger.ms=5) to one partition.
 
+`--producer KEY=VALUE` (repeatable) sets a client setting for the 1 KiB cases, e.g.
+`--producer batch.size=1000000` for librdkafka's own default instead of the benchmarks' 65536
+(bench_ceilings.PRODUCER_DEFAULTS): 1 MB batches instead of 64 KiB ones, a sixteenth of the
+requests.
+
     .venv/bin/python bench/bench_cpu_per_gb.py --src /path/a/src --src /path/b/src [--records 200000]
-        [--kcat 2000000]
+        [--kcat 2000000] [--producer batch.size=1000000]
 """
 
 from __future__ import annotations
@@ -38,13 +43,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=200_000, help="records per run")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--kcat", type=int, default=0, help="records of 100 B from kcat (0: no kcat case)")
+    parser.add_argument("--producer", action="append", default=[], metavar="KEY=VALUE",
+                        help="a confluent-kafka setting for the 1 KiB cases (repeatable)")
     args = parser.parse_args(argv)
+    producer_config = dict(setting.split("=", 1) for setting in args.producer)
     with tempfile.TemporaryDirectory(prefix="bench-cpu-per-gb-") as tmp:
         root = Path(tmp)
         say("## Broker CPU per GB produced, A/B")
         for line in machine_info(root).lines():
             say(line)
         say(f"- load average: {os.getloadavg()}")
+        if producer_config:
+            say(f"- producer settings: {producer_config}")
         benches = {}
         for i, src in enumerate(args.src):
             os.environ["PYTHONPATH"] = src
@@ -55,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             for size, partitions, acks in CASES:
                 for i, (src, bench) in enumerate(benches.items()):
                     r = bench.produce_case(size, partitions, acks, args.records, tag=f"r{rep}s{i}",
-                                           prefault_first=False)
+                                           prefault_first=False, producer_config=producer_config)
                     results[(size, partitions, acks, src)].append(r)
             for i, (src, bench) in enumerate(benches.items()):
                 if args.kcat:
