@@ -411,10 +411,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if sent < run.size:
                 rest: Chunks = [FileRegion(run.fd, run.position + sent, run.size - sent)]
                 for later in runs[i + 1:]:
-                    if type(later) is list:
-                        rest.extend(later)
-                    else:
-                        rest.append(later)
+                    rest += later if type(later) is list else [later]
                 self._slots.appendleft(rest)
                 self._slot_ready.set()
                 return
