@@ -309,3 +309,52 @@ def test_frames_stay_whole_while_other_connections_reuse_the_read_buffer(run, pi
 
     got = run(main())
     assert got == payloads
+
+
+
+def test_a_full_reads_first_answers_leave_before_its_last_requests_are_handled(run):
+    # A read takes up to 1 MiB of a pipelining client's requests. Their answers must not all wait
+    # for the last of them: those ready leave every ANSWERS_EVERY_BYTES of requests handled. The
+    # handler notes, as it takes each request, how many answer bytes wait at the client.
+    frame = _frame(b"r" * 60_000)
+    count = network.READ_BUFFER_BYTES // len(frame)  # as many as one read takes
+    client: socket.socket | None = None
+    waiting_at_client: list[int] = []
+
+    def handler(request, connection):
+        waiting_at_client.append(_bytes_waiting(client))
+        return [_frame(bytes(request))]
+
+    async def main():
+        nonlocal client
+        server, port = await _serve(handler)
+        client = socket.create_connection(("127.0.0.1", port))
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        while not server.connections:
+            await asyncio.sleep(0.001)
+        (connection,) = server.connections
+        connection.transport.pause_reading()  # the requests wait in the socket, then come in one read
+        with socket.fromfd(connection._sock_fd, socket.AF_INET, socket.SOCK_STREAM) as accepted:
+            accepted.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        client.sendall(frame * count)
+        client.setblocking(False)
+        connection.transport.resume_reading()
+        received = bytearray()
+        while len(received) < count * len(frame):
+            received += await asyncio.get_running_loop().sock_recv(client, 1 << 22)
+        client.close()
+        await server.close()
+        return bytes(received)
+
+    assert run(main()) == frame * count
+    first_write = -(-network.ANSWERS_EVERY_BYTES // len(frame))  # requests answered in it
+    assert waiting_at_client[:first_write] == [0] * first_write  # one read: nothing answered yet
+    assert waiting_at_client[-1] >= first_write * len(frame)  # those answers were out
+
+
+def _bytes_waiting(sock: socket.socket) -> int:
+    """How many bytes wait in `sock` to be read, without reading them."""
+    try:
+        return len(sock.recv(1 << 23, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        return 0
