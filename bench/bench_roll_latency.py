@@ -16,7 +16,7 @@ the machine does is shared between them):
 2. `broker` — a real `logbroker serve` (one per tree) and confluent-kafka producing 1 KiB records
    (acks=1 and acks=all, linger.ms=5, batch.size=65536, every 8th record timed from produce() to
    its delivery callback, as bench_broker.py's latency rows) at `--rate` records/s (default: half
-   of bench_broker's quiet-machine max, 268,400/s) for long enough that at least `--rolls`
+   of bench_broker's quiet-machine max, 325,200/s) for long enough that at least `--rolls`
    segments of `--segment-bytes` (default 1 GiB, the real default) fill inside the measured window
    (after `--warmup`, 2 s). Every 20 ms a sampler records Dirty/Writeback, the broker's, the
    client's and the machine's idle CPU; a case in which other processes took more than 60% of a
@@ -54,7 +54,7 @@ from bench_ceilings import paced_produce, wait_idle  # noqa: E402
 from common import GiB, machine_info, median, percentile, prefault, say, table  # noqa: E402
 
 HERE = Path(__file__).resolve()
-DEFAULT_RATE = 268_400  # half of bench_broker's 1 KiB, 1 partition, acks=1 max on the quiet machine
+DEFAULT_RATE = 325_200  # half of bench_broker's 1 KiB, 1 partition, acks=1 max on the quiet machine (650,317/s, 26 Nov 2026)
 BATCH_RECORDS = 63  # librdkafka's 64 KiB batch of 1 KiB records
 BATCH_BYTES = 65_536 - 1024 + 512  # ~ what one of those batches is on the wire
 LATENCY_SAMPLE_EVERY = 8
