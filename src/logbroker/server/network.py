@@ -15,11 +15,11 @@ a pipelining producer's requests (confluent-kafka's are ~64 KiB) then come ~15 t
 their answers leave in two writes, each waking the client once — fewer reads and writes than with
 uvloop's 256 KiB (bench_cpu_per_gb.py, docs/benchmarks.md). Two, not one: the answers ready so
 far go out every ANSWERS_EVERY_BYTES of requests handled, so the first requests of a full read
-do not wait for all the others. A read is full only when the broker is behind, and the producer's
-next requests then start sooner: a lower p99 at half load than with one write a read, at the
-same CPU per GB (bench_roll_latency.py). From a client whose frames are read
-directly (FrameDecoder.large_frames: kcat's ~1 MB), reads take LARGE_FRAMES_READ_BYTES, so the
-start of its next frame, which is copied out of the shared buffer, stays a small part of it.
+(the broker is behind: a read is full only then) do not wait for all the others, at a CPU per GB
+within the runs' spread of one write a read (bench_roll_latency.py, bench_cpu_per_gb.py). From a
+client whose frames are read directly (FrameDecoder.large_frames: kcat's ~1 MB), reads take
+LARGE_FRAMES_READ_BYTES, so the start of its next frame, which is copied out of the shared
+buffer, stays a small part of it.
 
 Writing: byte chunks go through the transport; a Fetch response's record regions go straight from
 the page cache to the socket with os.sendfile, never through Python — except small regions (a
