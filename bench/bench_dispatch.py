@@ -20,15 +20,19 @@ append included). The garbage collector is frozen after start, as `logbroker ser
 full collection of the broker's objects does not land in a measured call.
 
 `--steps` counts instead of timing: Python opcodes executed and calls made per request
-(sys.settrace / sys.setprofile), the same on a busy machine as on a quiet one.
+(sys.settrace / sys.setprofile), the same on a busy machine as on a quiet one. `--functions N`
+adds, for each request, the N functions that execute the most of those opcodes themselves (the
+tree on PYTHONPATH only): where to look for a request's Python.
 
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_dispatch.py [--src A --src B] [--count 10000] [--steps]
+    PYTHONPATH=$PWD/src .venv/bin/python bench/bench_dispatch.py --steps --functions 25
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import gc
 import os
 import shutil
@@ -67,16 +71,20 @@ def _cases() -> list[tuple[str, bytes]]:
             ("fetch, a few records", rc.fetch_frame(offset=0, max_wait_ms=500, partition_max_bytes=4096))]
 
 
-def _steps(call, n: int = 50) -> tuple[float, float, float]:
+def _steps(call, n: int = 50, by_function: collections.Counter | None = None) -> tuple[float, float, float]:
     """(Python opcodes executed, Python calls, C calls) per `call()`: counted with sys.settrace
     and sys.setprofile, so the same on a busy machine as on a quiet one — the measure to compare
-    small changes by while the clock is too noisy to."""
+    small changes by while the clock is too noisy to. `by_function`, if given, also gets each
+    code object's own opcodes per call, keyed by (qualified name, file)."""
     counts = [0, 0, 0]
 
     def trace(frame, event, arg):  # noqa: ANN001, ANN202
         frame.f_trace_opcodes, frame.f_trace_lines = True, False
         if event == "opcode":
             counts[0] += 1
+            if by_function is not None:
+                code = frame.f_code
+                by_function[code.co_qualname, code.co_filename] += 1 / n
         return trace
 
     def profile(frame, event, arg):  # noqa: ANN001, ANN202
@@ -98,8 +106,8 @@ def _steps(call, n: int = 50) -> tuple[float, float, float]:
     return counts[0] / n, counts[1] / n, counts[2] / n
 
 
-async def _measure(count: int, pollute_mib: int, repeat: int,
-                   steps: bool = False) -> dict[str, tuple[float, ...]]:
+async def _measure(count: int, pollute_mib: int, repeat: int, steps: bool = False,
+                   functions: dict[str, collections.Counter] | None = None) -> dict[str, tuple[float, ...]]:
     sys.path.insert(0, HERE)
     import bench_request_cost as rc
 
@@ -130,7 +138,8 @@ async def _measure(count: int, pollute_mib: int, repeat: int,
         if steps:
             for name, frame in _cases():
                 body = bytes(frame[4:])
-                results[name] = _steps(lambda: handler(memoryview(bytes(body)), connection))
+                by_function = None if functions is None else functions.setdefault(name, collections.Counter())
+                results[name] = _steps(lambda: handler(memoryview(bytes(body)), connection), by_function=by_function)
             await broker.shutdown()
             return results
         for name, frame in _cases():
@@ -244,12 +253,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--steps", action="store_true",
                         help="count Python opcodes and calls per request instead of timing (deterministic)")
+    parser.add_argument("--functions", type=int, default=0, metavar="N",
+                        help="with --steps: each request's N functions by own opcodes (PYTHONPATH's tree)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.functions and not (args.steps and not args.src):
+        parser.error("--functions goes with --steps and no --src: it profiles the tree on PYTHONPATH")
     if args.child or not args.src:
-        results = asyncio.run(_measure(args.count, args.pollute, args.repeat, args.steps))
+        functions: dict[str, collections.Counter] | None = {} if args.functions else None
+        results = asyncio.run(_measure(args.count, args.pollute, args.repeat, args.steps, functions))
         for name, values in results.items():
             print("\t".join([name, *(f"{v:.1f}" for v in values)]))
+        for name, counter in (functions or {}).items():
+            print(f"\n{name}: own opcodes per request, the top {args.functions}")
+            for (function, filename), opcodes in counter.most_common(args.functions):
+                print(f"{opcodes:8.1f}  {function}  ({filename.split('/src/')[-1]})")
         return 0
     rows: dict[str, list[str]] = {}
     for src in args.src:  # one process per tree, each importing its own logbroker
