@@ -70,6 +70,18 @@ def write_and_wait(producer: Producer, topic: str, *, partitions: int, per_parti
     return errors
 
 
+def fetch_error(cluster: ClusterProcess, broker: int, *, replica_id: int, leader_epoch: int, offset: int) -> int:
+    """The error code of a Fetch of topic t partition 0 from `offset`, sent to `broker` as
+    `replica_id` (-1: a consumer) naming `leader_epoch` as the current one."""
+    response = send(cluster.brokers[broker], fetch_request.FetchRequest(
+        replica_id=replica_id, max_wait=datetime.timedelta(0), min_bytes=0, max_bytes=1 << 20,
+        topics=(fetch_request.FetchTopic(topic="t", partitions=(fetch_request.FetchPartition(
+            partition=0, current_leader_epoch=leader_epoch, fetch_offset=offset,
+            partition_max_bytes=1 << 20),)),),
+        forgotten_topics_data=()))
+    return int(response.responses[0].partitions[0].error_code)
+
+
 @pytest.mark.logbroker_cluster(**LAG_CONFIG)
 @pytest.mark.parametrize("epoch", ["stale", "none"])
 def test_a_late_fetch_from_a_dead_follower_does_not_put_it_back_in_the_isr(logbroker_cluster, epoch):
@@ -86,15 +98,14 @@ def test_a_late_fetch_from_a_dead_follower_does_not_put_it_back_in_the_isr(logbr
     cluster.kill(follower)
     after = cluster.wait_for_isr("t", 0, size=2, excludes={follower}, timeout_s=60)
     assert after.leader == leader and after.leader_epoch > before.leader_epoch
+    # ZooKeeper has the new epoch before the leader does (the controller writes it, then sends
+    # LeaderAndIsr): wait until a consumer's fetch at the new epoch is not UNKNOWN_LEADER_EPOCH.
+    wait_for(lambda: fetch_error(cluster, leader, replica_id=-1, leader_epoch=after.leader_epoch,
+                                 offset=0) == 0, what=f"the leader at leader epoch {after.leader_epoch}")
 
     current_leader_epoch = before.leader_epoch if epoch == "stale" else -1
-    response = send(cluster.brokers[leader], fetch_request.FetchRequest(
-        replica_id=follower, max_wait=datetime.timedelta(0), min_bytes=0, max_bytes=1 << 20,
-        topics=(fetch_request.FetchTopic(topic="t", partitions=(fetch_request.FetchPartition(
-            partition=0, current_leader_epoch=current_leader_epoch, fetch_offset=log_end_offset,
-            partition_max_bytes=1 << 20),)),),
-        forgotten_topics_data=()))
-    error_code = int(response.responses[0].partitions[0].error_code)
+    error_code = fetch_error(cluster, leader, replica_id=follower, leader_epoch=current_leader_epoch,
+                             offset=log_end_offset)
     assert error_code == (74 if epoch == "stale" else 0)  # FENCED_LEADER_EPOCH
 
     assert write_and_wait(producer, "t", partitions=1, per_partition=20) == []
