@@ -71,7 +71,8 @@ def _cases() -> list[tuple[str, bytes]]:
             ("fetch, a few records", rc.fetch_frame(offset=0, max_wait_ms=500, partition_max_bytes=4096))]
 
 
-def _steps(call, n: int = 50, by_function: collections.Counter | None = None) -> tuple[float, float, float]:
+def _steps(call, n: int = 50,
+           by_function: collections.Counter | None = None) -> tuple[float, float, float]:
     """(Python opcodes executed, Python calls, C calls) per `call()`: counted with sys.settrace
     and sys.setprofile, so the same on a busy machine as on a quiet one — the measure to compare
     small changes by while the clock is too noisy to. `by_function`, if given, also gets each
@@ -107,7 +108,8 @@ def _steps(call, n: int = 50, by_function: collections.Counter | None = None) ->
 
 
 async def _measure(count: int, pollute_mib: int, repeat: int, steps: bool = False,
-                   functions: dict[str, collections.Counter] | None = None) -> dict[str, tuple[float, ...]]:
+                   functions: dict[str, collections.Counter] | None = None,
+                   ) -> dict[str, tuple[float, ...]]:
     sys.path.insert(0, HERE)
     import bench_request_cost as rc
 
@@ -139,7 +141,8 @@ async def _measure(count: int, pollute_mib: int, repeat: int, steps: bool = Fals
             for name, frame in _cases():
                 body = bytes(frame[4:])
                 by_function = None if functions is None else functions.setdefault(name, collections.Counter())
-                results[name] = _steps(lambda: handler(memoryview(bytes(body)), connection), by_function=by_function)
+                results[name] = _steps(lambda: handler(memoryview(bytes(body)), connection),
+                                       by_function=by_function)
             await broker.shutdown()
             return results
         for name, frame in _cases():

@@ -54,7 +54,8 @@ from bench_ceilings import paced_produce, wait_idle  # noqa: E402
 from common import GiB, machine_info, median, percentile, prefault, say, table  # noqa: E402
 
 HERE = Path(__file__).resolve()
-DEFAULT_RATE = 325_200  # half of bench_broker's 1 KiB, 1 partition, acks=1 max on the quiet machine (650,317/s, 26 Nov 2026)
+# Half of bench_broker's 1 KiB, 1 partition, acks=1 max on the quiet machine (650,317/s, 26 Nov 2026).
+DEFAULT_RATE = 325_200
 BATCH_RECORDS = 63  # librdkafka's 64 KiB batch of 1 KiB records
 BATCH_BYTES = 65_536 - 1024 + 512  # ~ what one of those batches is on the wire
 LATENCY_SAMPLE_EVERY = 8

@@ -70,7 +70,8 @@ def write_and_wait(producer: Producer, topic: str, *, partitions: int, per_parti
     return errors
 
 
-def fetch_error(cluster: ClusterProcess, broker: int, *, replica_id: int, leader_epoch: int, offset: int) -> int:
+def fetch_error(cluster: ClusterProcess, broker: int, *, replica_id: int, leader_epoch: int,
+                offset: int) -> int:
     """The error code of a Fetch of topic t partition 0 from `offset`, sent to `broker` as
     `replica_id` (-1: a consumer) naming `leader_epoch` as the current one."""
     response = send(cluster.brokers[broker], fetch_request.FetchRequest(

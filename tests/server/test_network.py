@@ -1,9 +1,9 @@
 """server/network: responses leave in request order whether they are ready at once (written from
-data_received, a send per read or per ANSWERS_EVERY_BYTES of its requests) or later (through the writer task), record regions sent with
-sendfile never overtake the bytes around them, a client that does not read still stops being
-read, a frame stays whole while later reads reuse the shared read buffer, and a full read's first
-answers leave before its last requests are handled — on uvloop and on asyncio's loop, either of
-which the broker may serve on."""
+data_received, a send per read or per ANSWERS_EVERY_BYTES of its requests) or later (through the
+writer task), record regions sent with sendfile never overtake the bytes around them, a client
+that does not read still stops being read, a frame stays whole while later reads reuse the shared
+read buffer, and a full read's first answers leave before its last requests are handled — on
+uvloop and on asyncio's loop, either of which the broker may serve on."""
 
 from __future__ import annotations
 
