@@ -419,9 +419,20 @@ class ReplicaManager:
                 limit = max(limit - size, 0)
             return results, total, any_error
 
-        results, total, any_error = read_all()
-        if max_wait_ms <= 0 or total >= min_bytes or any_error or not partitions:
-            return results
+        if max_wait_ms <= 0 or min_bytes <= 0 or not partitions:
+            return read_all()[0]
+        # A consumer at the end of the log (the long poll every idle consumer sends) waits without
+        # reading first when the offsets say a read would find nothing and no error: the check the
+        # purgatory makes before each read again (Kafka reads first and then waits, to the same
+        # answer). Not for followers (a diverging epoch is found by reading), nor where a replica
+        # selector may send the consumer elsewhere, nor for a negative max_bytes.
+        if (not fetch_only_committed or max_bytes < 0
+                or (client_metadata is not None and self.preferred_read_replica is not None)
+                or self._fetch_has_news(partitions, fetch_only_committed=True, read_committed=read_committed,
+                                        from_leader=client_metadata is None)):
+            results, total, any_error = read_all()
+            if total >= min_bytes or any_error:
+                return results
 
         def try_complete() -> dict[TopicPartition, FetchResult] | None:
             if not self._fetch_has_news(partitions, fetch_only_committed=fetch_only_committed,
@@ -442,11 +453,12 @@ class ReplicaManager:
         is gone, has lost leadership, a new leader epoch or a log start past the fetch offset.
         Offsets only, no read: a produce wakes every fetch watching its partition, and with
         followers (or an open transaction) its append has not yet moved what a consumer sees
-        (Kafka's DelayedFetch.tryComplete looks at offsets too before reading)."""
+        (Kafka's DelayedFetch.tryComplete looks at offsets too before reading). A negative
+        partition_max_bytes is news too: the read answers it with an error."""
         partitions = self.partitions
         for request in requests:
             partition = partitions.get(request.tp)
-            if partition is None or (from_leader and not partition.is_leader):
+            if partition is None or (from_leader and not partition.is_leader) or request.partition_max_bytes < 0:
                 return True
             epoch = request.current_leader_epoch
             if epoch != -1 and epoch != partition.leader_epoch:
