@@ -80,14 +80,14 @@ def test_a_fetch_at_the_end_is_empty_and_one_below_it_starts_at_its_batch(leader
 
 
 UNKNOWN_SERVER_ERROR, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = -1, 1, 3
-UNKNOWN_LEADER_EPOCH = 75
+FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH = 74, 75
 
 
 def test_a_consumer_at_the_end_still_gets_every_error_at_once(leader_of):
     """Each of these fetches asks to wait 5 s for one byte at (or about) the log end; each is
     answered at once with the error a read finds (the shortcut that parks without reading must
     not hold them for max_wait)."""
-    manager = leader_of()
+    manager = leader_of(leader_epoch=1)
     other = TP._replace(partition=7)  # not hosted here
 
     async def run():
@@ -95,8 +95,10 @@ def test_a_consumer_at_the_end_still_gets_every_error_at_once(leader_of):
         cases = {
             "negative partition_max_bytes": [FetchPartitionRequest(TP, 2, -1)],
             "past the end": [FetchPartitionRequest(TP, 3, 1 << 20)],
-            "a newer leader epoch": [FetchPartitionRequest(TP, 2, 1 << 20, 1)],
-            "a partition not hosted": [FetchPartitionRequest(TP, 2, 1 << 20), FetchPartitionRequest(other, 0, 1 << 20)],
+            "an older leader epoch": [FetchPartitionRequest(TP, 2, 1 << 20, 0)],
+            "a newer leader epoch": [FetchPartitionRequest(TP, 2, 1 << 20, 2)],
+            "a partition not hosted": [FetchPartitionRequest(TP, 2, 1 << 20),
+                                       FetchPartitionRequest(other, 0, 1 << 20)],
         }
         answers = {}
         for name, partitions in cases.items():
@@ -113,6 +115,7 @@ def test_a_consumer_at_the_end_still_gets_every_error_at_once(leader_of):
     assert asyncio.run(run()) == {
         "negative partition_max_bytes": {0: UNKNOWN_SERVER_ERROR},
         "past the end": {0: OFFSET_OUT_OF_RANGE},
+        "an older leader epoch": {0: FENCED_LEADER_EPOCH},
         "a newer leader epoch": {0: UNKNOWN_LEADER_EPOCH},
         "a partition not hosted": {0: 0, 7: UNKNOWN_TOPIC_OR_PARTITION},
         "negative max_bytes": {0: UNKNOWN_SERVER_ERROR},

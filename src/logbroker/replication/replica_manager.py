@@ -458,7 +458,8 @@ class ReplicaManager:
         partitions = self.partitions
         for request in requests:
             partition = partitions.get(request.tp)
-            if partition is None or (from_leader and not partition.is_leader) or request.partition_max_bytes < 0:
+            if (partition is None or (from_leader and not partition.is_leader)
+                    or request.partition_max_bytes < 0):
                 return True
             epoch = request.current_leader_epoch
             if epoch != -1 and epoch != partition.leader_epoch:
