@@ -120,3 +120,18 @@ def test_a_consumer_at_the_end_still_gets_every_error_at_once(leader_of):
         "a partition not hosted": {0: 0, 7: UNKNOWN_TOPIC_OR_PARTITION},
         "negative max_bytes": {0: UNKNOWN_SERVER_ERROR},
     }
+
+
+def test_a_parked_fetch_whose_waiter_never_ran_leaves_the_purgatory_at_max_wait(leader_of):
+    """A consumer's fetch is parked as the handler returns, before any task awaits it; a
+    connection that closes before that task first runs must not leave it watched for good."""
+    manager = leader_of()
+
+    async def run():
+        waiter = asyncio.ensure_future(consumer_fetch(manager, 0, max_wait_ms=100))
+        parked = len(manager.fetch_purgatory)
+        waiter.cancel()  # before its first step: the coroutine never runs
+        await asyncio.sleep(0.4)
+        return parked, len(manager.fetch_purgatory)
+
+    assert asyncio.run(run()) == (1, 0)

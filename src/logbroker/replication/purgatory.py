@@ -1,17 +1,18 @@
 """The purgatory: requests that wait for something to happen on a partition, or for time to pass.
 
 Kafka's DelayedOperationPurgatory. A delayed operation (an acks=-1 produce waiting for the high
-watermark, a fetch waiting for min.bytes) is first tried at once; if it cannot complete it is
-watched under every partition it concerns, and `check_and_complete(tp)` — called after each append
-and each high-watermark move on that partition — tries it again. It completes exactly once: by
-its condition, or by its timeout, whichever comes first. Runs on the event loop only.
+watermark, a fetch waiting for min.bytes) is first tried at once (by `wait`, or by the caller
+that then hands it to `watch`); if it cannot complete it is watched under every partition it
+concerns, and `check_and_complete(tp)` — called after each append and each high-watermark move
+on that partition — tries it again. It completes exactly once: by its condition, or by its
+timeout, whichever comes first. Runs on the event loop only.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Generic, TypeVar
 
 from logbroker.types import TopicPartition
@@ -51,10 +52,19 @@ class Purgatory:
         result = op.try_complete()
         if result is not None:
             return result
+        return await self.watch(op, timeout_ms)
+
+    def watch(self, op: DelayedOperation[T], timeout_ms: int) -> Awaitable[T]:
+        """Park `op` at once, without trying it: for a caller that has just found it cannot
+        complete, with nothing run since (a `wait` would run its check again, a loop turn later).
+        Returns what to await for the result."""
         loop = asyncio.get_running_loop()
         op.timer = loop.call_later(max(timeout_ms, 0) / 1000, self._expire, op)
         for key in op.keys:
             self._watchers[key].add(op)
+        return self._outcome(op)
+
+    async def _outcome(self, op: DelayedOperation[T]) -> T:
         try:
             return await op.future
         finally:
@@ -78,6 +88,7 @@ class Purgatory:
     def _expire(self, op: DelayedOperation) -> None:
         if not op.future.done():
             op.complete(op.on_expiration())
+        self._unwatch(op)  # as `_outcome` does, for a watched op whose awaiter never started
 
     def _unwatch(self, op: DelayedOperation) -> None:
         if op.timer is not None:

@@ -443,7 +443,7 @@ class ReplicaManager:
 
         op = DelayedOperation(try_complete=try_complete, on_expiration=lambda: read_all()[0],
                               keys=[p.tp for p in partitions])
-        return self.fetch_purgatory.wait(op, max_wait_ms)
+        return self.fetch_purgatory.watch(op, max_wait_ms)  # just checked (or read): no try first
 
     def _fetch_has_news(self, requests: list[FetchPartitionRequest], *, fetch_only_committed: bool,
                         read_committed: bool, from_leader: bool) -> bool:
