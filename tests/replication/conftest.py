@@ -17,7 +17,8 @@ def leader_of(tmp_path):
     """Makes the ReplicaManager of broker 1, leading TP over a real log in tmp_path."""
     log_managers = []
 
-    def make(*, flush_before_ack: bool = False, isr=(1,), replicas=(1,), leader_epoch: int = 0) -> ReplicaManager:
+    def make(*, flush_before_ack: bool = False, isr=(1,), replicas=(1,),
+             leader_epoch: int = 0) -> ReplicaManager:
         clock = SystemClock()
         config = LogConfig.defaults().with_overrides({"flush.before.ack": flush_before_ack})
         log_manager = LogManager([tmp_path / "data"], default_config=config, clock=clock, broker_id=1)
