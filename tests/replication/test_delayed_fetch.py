@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from replica_managers import TIMEOUT_MS, TP, batch
 
 from logbroker.replication.replica_manager import FetchPartitionRequest
@@ -122,16 +123,21 @@ def test_a_consumer_at_the_end_still_gets_every_error_at_once(leader_of):
     }
 
 
-def test_a_parked_fetch_whose_waiter_never_ran_leaves_the_purgatory_at_max_wait(leader_of):
+@pytest.mark.parametrize("ended_by", ["max_wait", "an append"])
+def test_a_parked_fetch_whose_waiter_never_ran_leaves_the_purgatory(leader_of, ended_by):
     """A consumer's fetch is parked as the handler returns, before any task awaits it; a
-    connection that closes before that task first runs must not leave it watched for good."""
+    connection that closes before that task first runs must not leave it watched for good,
+    whether its wait then times out or an append completes it."""
     manager = leader_of()
 
     async def run():
-        waiter = asyncio.ensure_future(consumer_fetch(manager, 0, max_wait_ms=100))
+        waiter = asyncio.ensure_future(consumer_fetch(manager, 0, max_wait_ms=300))
         parked = len(manager.fetch_purgatory)
         waiter.cancel()  # before its first step: the coroutine never runs
-        await asyncio.sleep(0.4)
+        if ended_by == "an append":
+            await manager.append_records(timeout_ms=TIMEOUT_MS, required_acks=1, entries={TP: batch(1)})
+            return parked, len(manager.fetch_purgatory)
+        await asyncio.sleep(0.6)
         return parked, len(manager.fetch_purgatory)
 
     assert asyncio.run(run()) == (1, 0)

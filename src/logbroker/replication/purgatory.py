@@ -77,12 +77,15 @@ class Purgatory:
             return 0
         completed = 0
         for op in list(ops):
-            if op.future.done():
-                continue
-            result = op.try_complete()
-            if result is not None:
+            if not op.future.done():
+                result = op.try_complete()
+                if result is None:
+                    continue
                 op.complete(result)
                 completed += 1
+            # Done here, or earlier (its awaiter cancelled): unwatched now, as `_outcome` would,
+            # since a watched op whose awaiter never started has no `_outcome` to do it.
+            self._unwatch(op)
         return completed
 
     def _expire(self, op: DelayedOperation) -> None:
