@@ -141,3 +141,19 @@ def test_a_parked_fetch_whose_waiter_never_ran_leaves_the_purgatory(leader_of, e
         return parked, len(manager.fetch_purgatory)
 
     assert asyncio.run(run()) == (1, 0)
+
+
+def test_a_parked_fetch_whose_waiter_is_cancelled_leaves_the_purgatory_at_once(leader_of):
+    """The connection of a waiting fetch closes (its task is cancelled while it waits): the
+    purgatory stops watching it then, not when its max_wait ends."""
+    manager = leader_of()
+
+    async def run():
+        waiter = asyncio.ensure_future(consumer_fetch(manager, 0, max_wait_ms=5_000))
+        await asyncio.sleep(0)  # the waiter is parked, awaiting its result
+        parked = len(manager.fetch_purgatory)
+        waiter.cancel()
+        await asyncio.sleep(0)
+        return parked, waiter.cancelled(), len(manager.fetch_purgatory)
+
+    assert asyncio.run(run()) == (1, True, 0)

@@ -5,7 +5,9 @@ watermark, a fetch waiting for min.bytes) is first tried at once (by `wait`, or 
 that then hands it to `watch`); if it cannot complete it is watched under every partition it
 concerns, and `check_and_complete(tp)` — called after each append and each high-watermark move
 on that partition — tries it again. It completes exactly once: by its condition, or by its
-timeout, whichever comes first. Runs on the event loop only.
+timeout, whichever comes first. The purgatory stops watching it then, or when its awaiter is
+cancelled (a watched op may have no awaiter yet: its connection can close before the task that
+would await it first runs). Runs on the event loop only.
 """
 
 from __future__ import annotations
@@ -67,8 +69,9 @@ class Purgatory:
     async def _outcome(self, op: DelayedOperation[T]) -> T:
         try:
             return await op.future
-        finally:
+        except asyncio.CancelledError:  # its awaiter went (the connection closed): unwatch it now
             self._unwatch(op)
+            raise
 
     def check_and_complete(self, key: TopicPartition) -> int:
         """Try every operation watching `key`; returns how many completed."""
@@ -83,15 +86,15 @@ class Purgatory:
                     continue
                 op.complete(result)
                 completed += 1
-            # Done here, or earlier (its awaiter cancelled): unwatched now, as `_outcome` would,
-            # since a watched op whose awaiter never started has no `_outcome` to do it.
+            # Completed here, or done already (its awaiter cancelled it): no longer watched. The
+            # purgatory unwatches what completes, since a watched op may have no awaiter yet.
             self._unwatch(op)
         return completed
 
     def _expire(self, op: DelayedOperation) -> None:
         if not op.future.done():
             op.complete(op.on_expiration())
-        self._unwatch(op)  # as `_outcome` does, for a watched op whose awaiter never started
+        self._unwatch(op)
 
     def _unwatch(self, op: DelayedOperation) -> None:
         if op.timer is not None:
