@@ -419,6 +419,10 @@ class ReplicaManager:
                 limit = max(limit - size, 0)
             return results, total, any_error
 
+        def has_news() -> bool:
+            return self._fetch_has_news(partitions, fetch_only_committed=fetch_only_committed,
+                                        read_committed=read_committed, from_leader=client_metadata is None)
+
         if max_wait_ms <= 0 or min_bytes <= 0 or not partitions:
             return read_all()[0]
         # A consumer at the end of the log (the long poll every idle consumer sends) waits without
@@ -428,15 +432,13 @@ class ReplicaManager:
         # selector may send the consumer elsewhere, nor for a negative max_bytes.
         if (not fetch_only_committed or max_bytes < 0
                 or (client_metadata is not None and self.preferred_read_replica is not None)
-                or self._fetch_has_news(partitions, fetch_only_committed=True, read_committed=read_committed,
-                                        from_leader=client_metadata is None)):
+                or has_news()):
             results, total, any_error = read_all()
             if total >= min_bytes or any_error:
                 return results
 
         def try_complete() -> dict[TopicPartition, FetchResult] | None:
-            if not self._fetch_has_news(partitions, fetch_only_committed=fetch_only_committed,
-                                        read_committed=read_committed, from_leader=client_metadata is None):
+            if not has_news():
                 return None
             again, again_total, again_error = read_all()
             return again if again_total >= min_bytes or again_error else None
