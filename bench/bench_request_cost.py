@@ -56,6 +56,7 @@ from logbroker.testing import BrokerProcess  # noqa: E402
 _SIZE = struct.Struct(">i")
 TOPIC = "small"
 FETCH_TOPIC = "small-fetch"
+FETCH_TOPIC_RECORDS = 10  # 100 B batches written to it at start: its log end offset
 PACED_TOPIC = "paced-6p"
 
 
@@ -476,7 +477,10 @@ CASES = [
     ("produce 10 × 100 B, acks=1", lambda: produce_frame(acks=1, records=10, value_bytes=100)),
     ("produce 10 × 100 B, acks=all", lambda: produce_frame(acks=-1, records=10, value_bytes=100)),
     ("fetch: a few records", lambda: fetch_frame(offset=0, max_wait_ms=500, partition_max_bytes=4096)),
-    ("fetch: waits 1 ms at the end", lambda: fetch_frame(offset=1 << 40, max_wait_ms=1, partition_max_bytes=4096)),
+    # At the log end offset: nothing to read, so it waits its 1 ms in the purgatory (an offset
+    # past the end would be answered at once, OFFSET_OUT_OF_RANGE).
+    ("fetch: waits 1 ms at the end", lambda: fetch_frame(offset=FETCH_TOPIC_RECORDS, max_wait_ms=1,
+                                                         partition_max_bytes=4096)),
 ]
 LOADS = [("ping-pong: 4 connections × 1", 4, 1), ("pipelined: 2 connections × 16", 2, 16)]
 
@@ -615,7 +619,7 @@ def start_broker(root: Path, src: str | None, profiled: Path | None = None, *,
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "log_level": 0})
-    for _ in range(10):
+    for _ in range(FETCH_TOPIC_RECORDS):
         producer.produce(FETCH_TOPIC, os.urandom(100), partition=0)
         producer.flush(10)
     return broker
