@@ -2,8 +2,9 @@
 data_received, a send per read or per ANSWERS_EVERY_BYTES of its requests) or later (through the
 writer task), record regions sent with sendfile never overtake the bytes around them, a client
 that does not read still stops being read, a frame stays whole while later reads reuse the shared
-read buffer, and a full read's first answers leave before its last requests are handled — on
-uvloop and on asyncio's loop, either of which the broker may serve on."""
+read buffer, a full read's first answers leave before its last requests are handled, and a
+waiting answer that fails closes its connection while one whose client left is dropped quietly —
+on uvloop and on asyncio's loop, either of which the broker may serve on."""
 
 from __future__ import annotations
 
@@ -357,3 +358,65 @@ def test_a_full_reads_first_answers_leave_before_its_last_requests_are_handled(r
 def _bytes_waiting(sock: socket.socket) -> int:
     """How many bytes wait in `sock` to be read, without reading them."""
     return struct.unpack("i", fcntl.ioctl(sock, termios.FIONREAD, bytes(4)))[0]  # a C int
+
+
+def _gated_handler(gates: dict[bytes, asyncio.Future]):
+    """Echo the frame; a frame starting with `w` is answered when the test completes its gate
+    (`gates[payload]`, made when the frame arrives), or fails with the gate's exception, through
+    the writer task."""
+    def handler(frame, connection):
+        payload = bytes(frame)
+        if not payload.startswith(b"w"):
+            return [_frame(payload)]
+        gate = gates[payload] = asyncio.get_running_loop().create_future()
+
+        async def later():
+            await gate
+            return [_frame(payload)]
+        return later()
+    return handler
+
+
+async def _gate(gates: dict, name: bytes) -> asyncio.Future:
+    while name not in gates:
+        await asyncio.sleep(0.001)
+    return gates[name]
+
+
+async def _one_waiting_request(gates: dict):
+    """A server with the gated handler, and a connection to it whose request `w1` waits."""
+    server, port = await _serve(_gated_handler(gates))
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(_frame(b"w1"))
+    return server, reader, writer, await _gate(gates, b"w1")
+
+
+def test_a_waiting_answer_that_fails_closes_its_connection(run, caplog):
+    gates: dict[bytes, asyncio.Future] = {}
+
+    async def main():
+        server, reader, writer, gate = await _one_waiting_request(gates)
+        gate.set_exception(RuntimeError("a bug"))
+        rest = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        await server.close()
+        return rest
+
+    assert run(main()) == b""  # closed, nothing written
+    assert "after a failure while writing" in caplog.text
+
+
+def test_a_waiting_answer_whose_client_left_is_dropped(run, caplog):
+    gates: dict[bytes, asyncio.Future] = {}
+
+    async def main():
+        server, reader, writer, gate = await _one_waiting_request(gates)
+        writer.close()
+        while server.connections:
+            await asyncio.sleep(0.001)
+        cancelled = gate.cancelled()  # the request's task was cancelled with the connection
+        await server.close()
+        return cancelled
+
+    assert run(main())
+    assert "Closing connection" not in caplog.text
