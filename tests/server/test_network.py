@@ -360,42 +360,32 @@ def _bytes_waiting(sock: socket.socket) -> int:
     return struct.unpack("i", fcntl.ioctl(sock, termios.FIONREAD, bytes(4)))[0]  # a C int
 
 
-def _gated_handler(gates: dict[bytes, asyncio.Future]):
-    """Echo the frame; a frame starting with `w` is answered when the test completes its gate
-    (`gates[payload]`, made when the frame arrives), or fails with the gate's exception, through
-    the writer task."""
+async def _one_waiting_request():
+    """A server whose every request waits for its gate, a future the test completes or fails, and
+    a connection to it with one request waiting: (server, reader, writer, gate)."""
+    gates: list[asyncio.Future] = []
+
     def handler(frame, connection):
-        payload = bytes(frame)
-        if not payload.startswith(b"w"):
-            return [_frame(payload)]
-        gate = gates[payload] = asyncio.get_running_loop().create_future()
+        answer = [_frame(bytes(frame))]
+        gate = asyncio.get_running_loop().create_future()
+        gates.append(gate)
 
         async def later():
             await gate
-            return [_frame(payload)]
+            return answer
         return later()
-    return handler
 
-
-async def _gate(gates: dict, name: bytes) -> asyncio.Future:
-    while name not in gates:
-        await asyncio.sleep(0.001)
-    return gates[name]
-
-
-async def _one_waiting_request(gates: dict):
-    """A server with the gated handler, and a connection to it whose request `w1` waits."""
-    server, port = await _serve(_gated_handler(gates))
+    server, port = await _serve(handler)
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(_frame(b"w1"))
-    return server, reader, writer, await _gate(gates, b"w1")
+    while not gates:
+        await asyncio.sleep(0.001)
+    return server, reader, writer, gates[0]
 
 
 def test_a_waiting_answer_that_fails_closes_its_connection(run, caplog):
-    gates: dict[bytes, asyncio.Future] = {}
-
     async def main():
-        server, reader, writer, gate = await _one_waiting_request(gates)
+        server, reader, writer, gate = await _one_waiting_request()
         gate.set_exception(RuntimeError("a bug"))
         rest = await asyncio.wait_for(reader.read(), 5)
         writer.close()
@@ -407,10 +397,8 @@ def test_a_waiting_answer_that_fails_closes_its_connection(run, caplog):
 
 
 def test_a_waiting_answer_whose_client_left_is_dropped(run, caplog):
-    gates: dict[bytes, asyncio.Future] = {}
-
     async def main():
-        server, reader, writer, gate = await _one_waiting_request(gates)
+        server, reader, writer, gate = await _one_waiting_request()
         writer.close()
         while server.connections:
             await asyncio.sleep(0.001)
