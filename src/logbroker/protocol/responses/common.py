@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -53,3 +54,11 @@ def leader_tag(leader: tuple[int, int] | None) -> bytes | None:
     if leader is None or (leader[0] == -1 and leader[1] == -1):
         return None
     return wire.I32_I32.pack(leader[0], leader[1]) + wire.NO_TAGGED_FIELDS
+
+
+@functools.lru_cache(maxsize=1024)
+def topic_prefix(name: str, partition_count: int, flexible: bool) -> bytes:
+    """A topic's name and the length of its partition array: the same in every answer to a
+    producer or a consumer of that topic, so encoded once (the cache is bounded; a miss costs
+    what encoding it costs)."""
+    return wire.string(name, flexible) + wire.array_length(partition_count, flexible)

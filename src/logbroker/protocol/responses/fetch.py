@@ -26,11 +26,21 @@ from typing import Any, NamedTuple, Protocol
 from uuid import UUID
 
 from logbroker.protocol import wire
-from logbroker.protocol.responses.common import NodeEndpoint, check_version, leader_tag, node_endpoints_tag
+from logbroker.protocol.responses.common import (
+    NodeEndpoint,
+    check_version,
+    leader_tag,
+    node_endpoints_tag,
+    topic_prefix,
+)
 
 _SIZE_CORRELATION = struct.Struct(">ii")
 _PARTITION_V4 = struct.Struct(">ihqq")
 _PARTITION_V5 = struct.Struct(">ihqqq")
+# A consumer's usual partition from v12: its numbers, aborted_transactions null (0) or empty (1),
+# preferred_read_replica; and, with no records, an empty record set and no tagged fields.
+_USUAL_V12 = struct.Struct(">ihqqqBi")
+_NO_RECORDS_NO_TAGS = wire.uvarint(1) + wire.NO_TAGGED_FIELDS
 _TOP_V7 = struct.Struct(">ihi")
 _ABORTED = struct.Struct(">qq")
 _I32 = wire.I32
@@ -134,28 +144,39 @@ def encode_fetch_response(
         append(_I32.pack(throttle_time_ms))
     append(wire.array_length(len(topics), flexible))
     for topic, partitions, topic_id in topics:
-        append(wire.uuid_bytes(topic_id) if by_topic_id else wire.string(topic, flexible))
-        append(wire.array_length(len(partitions), flexible))
+        if by_topic_id:
+            append(wire.uuid_bytes(topic_id) + wire.array_length(len(partitions), flexible))
+        else:
+            append(topic_prefix(topic, len(partitions), flexible))
         for (partition_index, p_error_code, high_watermark, last_stable_offset, log_start_offset,
              aborted, preferred_read_replica, records, diverging_epoch, current_leader,
              snapshot_id) in partitions:
-            if with_log_start:
-                append(_PARTITION_V5.pack(partition_index, p_error_code, high_watermark,
-                                          last_stable_offset, log_start_offset))
+            usual = (flexible and not aborted and diverging_epoch is None and current_leader is None
+                     and snapshot_id is None)
+            if usual:  # every partition of a consumer's fetch, nearly: one pack
+                append(_USUAL_V12.pack(partition_index, p_error_code, high_watermark, last_stable_offset,
+                                       log_start_offset, 0 if aborted is None else 1, preferred_read_replica))
             else:
-                append(_PARTITION_V4.pack(partition_index, p_error_code, high_watermark,
-                                          last_stable_offset))
-            if aborted is None:
-                append(wire.NULL_COMPACT if flexible else wire.NULL_LEGACY_ARRAY)
-            else:
-                append(wire.array_length(len(aborted), flexible))
-                for producer_id, first_offset in aborted:
-                    append(_ABORTED.pack(producer_id, first_offset))
-                    if flexible:
-                        append(wire.NO_TAGGED_FIELDS)
-            if with_preferred_replica:
-                append(_I32.pack(preferred_read_replica))
+                if with_log_start:
+                    append(_PARTITION_V5.pack(partition_index, p_error_code, high_watermark,
+                                              last_stable_offset, log_start_offset))
+                else:
+                    append(_PARTITION_V4.pack(partition_index, p_error_code, high_watermark,
+                                              last_stable_offset))
+                if aborted is None:
+                    append(wire.NULL_COMPACT if flexible else wire.NULL_LEGACY_ARRAY)
+                else:
+                    append(wire.array_length(len(aborted), flexible))
+                    for producer_id, first_offset in aborted:
+                        append(_ABORTED.pack(producer_id, first_offset))
+                        if flexible:
+                            append(wire.NO_TAGGED_FIELDS)
+                if with_preferred_replica:
+                    append(_I32.pack(preferred_read_replica))
             size = 0 if records is None else records_size(records)
+            if usual and not size:
+                append(_NO_RECORDS_NO_TAGS)
+                continue
             append(wire.uvarint(size + 1) if flexible else _I32.pack(size))
             if size:
                 piece = b"".join(parts)

@@ -24,6 +24,7 @@ from logbroker.protocol.responses.common import (
     frame,
     leader_tag,
     node_endpoints_tag,
+    topic_prefix,
 )
 
 _V3 = struct.Struct(">ihqq")
@@ -79,7 +80,7 @@ def encode_produce_response(
     parts: list[bytes] = [b"", _array_length(len(topics), flexible)]
     append = parts.append
     for name, partitions in topics:
-        append(_topic_prefix(name, len(partitions), flexible))
+        append(topic_prefix(name, len(partitions), flexible))
         for (index, error_code, base_offset, log_append_time_ms, log_start_offset, record_errors,
              error_message, current_leader) in partitions:
             if with_log_start:
@@ -117,10 +118,3 @@ def encode_produce_response(
 
 
 _array_length = functools.lru_cache(maxsize=64)(wire.array_length)  # the topic count: 1, nearly always
-
-
-@functools.lru_cache(maxsize=1024)
-def _topic_prefix(name: str, partition_count: int, flexible: bool) -> bytes:
-    """A topic's name and the length of its partition array: the same for every answer to a
-    producer, so encoded once (the cache is bounded; a miss costs what encoding it costs)."""
-    return wire.string(name, flexible) + wire.array_length(partition_count, flexible)

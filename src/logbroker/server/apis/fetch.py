@@ -120,11 +120,13 @@ def _encode(request, names, results, denied):
             if name in denied:
                 partitions.append(FetchPartitionData(p.partition, TopicAuthorizationFailedError.code, -1))
                 continue
-            error, hw, lso, log_start, records, aborted, preferred = results[TopicPartition(name, p.partition)]
+            # A plain (topic, partition) tuple finds the TopicPartition key: a NamedTuple hashes
+            # and compares as its tuple.
+            error, hw, lso, log_start, records, aborted, preferred = results[name, p.partition]
             if error is not None:
                 partitions.append(FetchPartitionData(p.partition, error.code, hw, lso, log_start, None, preferred))
                 continue
             partitions.append(FetchPartitionData(p.partition, 0, hw, lso, log_start,
-                                                 (aborted or []) if committed else None, preferred, records))
+                                                 (aborted or ()) if committed else None, preferred, records))
         topics.append(FetchTopicData(name or "", partitions, getattr(t, "topic_id", None)))
     return encode_fetch_response(request.api_version, request.correlation_id, topics)
