@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+MAX_TOPIC_LENGTH = 249  # Kafka's Topic.validate: the longest topic name
+
 
 class TopicPartition(NamedTuple):
     """A topic partition. `str()` gives Kafka's directory name form, `topic-partition`.

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.index import load_response_schema
 
+from logbroker.protocol.responses import common
 from logbroker.protocol.responses.common import NodeEndpoint
 from logbroker.protocol.responses.fetch import (
     FetchPartitionData,
@@ -160,3 +161,17 @@ def test_empty_fetch_response_is_one_chunk():
 def test_versions_outside_the_encoder_are_refused(version):
     with pytest.raises(ValueError):
         encode_fetch_response(version, 1, [])
+
+
+def test_only_names_a_topic_can_have_are_kept_encoded():
+    # Produce and Fetch answers encode each topic's name once and keep it (a bounded cache). A
+    # client may name topics of any length; names longer than a topic's can be are encoded
+    # each time, so that 1,024 of them are not kept.
+    common._cached_topic_prefix.cache_clear()
+    longest, too_long = "t" * 249, "t" * 250
+    for _ in range(2):
+        chunks = encode_fetch_response(12, 1, [FetchTopicData(longest, []), FetchTopicData(too_long, [])])
+    assert join_chunks(chunks) == kio_response_frame(
+        kio_fetch_response(12, [FetchTopicData(longest, []), FetchTopicData(too_long, [])]), 1)
+    info = common._cached_topic_prefix.cache_info()
+    assert (info.currsize, info.hits) == (1, 1)

@@ -30,7 +30,7 @@ from logbroker.metadata.assignment import assign_replicas
 from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.model import PartitionState, TopicInfo, new_topic_id
 from logbroker.storage.log_config import LogConfig
-from logbroker.types import TopicPartition
+from logbroker.types import MAX_TOPIC_LENGTH, TopicPartition
 
 # Kafka's controller refuses a request that would write more than this many records in one go
 # (QuorumController.MAX_RECORDS_PER_USER_OP): POLICY_VIOLATION "Unable to perform excessively large
@@ -38,7 +38,6 @@ from logbroker.types import TopicPartition
 # count of 2^31 - 1 from any client must not make the broker build two billion assignments.
 MAX_PARTITIONS_PER_OPERATION = 10_000
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+", re.ASCII)
-MAX_TOPIC_LENGTH = 249
 
 
 def validate_topic_name(name: str) -> None:

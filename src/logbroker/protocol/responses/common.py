@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from logbroker.protocol import wire
+from logbroker.types import MAX_TOPIC_LENGTH
 
 _SIZE_CORRELATION = struct.Struct(">ii")
 
@@ -56,9 +57,18 @@ def leader_tag(leader: tuple[int, int] | None) -> bytes | None:
     return wire.I32_I32.pack(leader[0], leader[1]) + wire.NO_TAGGED_FIELDS
 
 
-@functools.lru_cache(maxsize=1024)
 def topic_prefix(name: str, partition_count: int, flexible: bool) -> bytes:
     """A topic's name and the length of its partition array: the same in every answer to a
-    producer or a consumer of that topic, so encoded once (the cache is bounded; a miss costs
-    what encoding it costs)."""
+    producer or a consumer of that topic, so encoded once. The cache is bounded in entries, and
+    holds only names a topic can have, so whatever names clients send it stays small; a miss
+    costs what encoding costs."""
+    if len(name) <= MAX_TOPIC_LENGTH:
+        return _cached_topic_prefix(name, partition_count, flexible)
+    return _topic_prefix(name, partition_count, flexible)
+
+
+def _topic_prefix(name: str, partition_count: int, flexible: bool) -> bytes:
     return wire.string(name, flexible) + wire.array_length(partition_count, flexible)
+
+
+_cached_topic_prefix = functools.lru_cache(maxsize=1024)(_topic_prefix)
