@@ -151,8 +151,8 @@ def encode_fetch_response(
         for (partition_index, p_error_code, high_watermark, last_stable_offset, log_start_offset,
              aborted, preferred_read_replica, records, diverging_epoch, current_leader,
              snapshot_id) in partitions:
-            usual = (flexible and not aborted and diverging_epoch is None and current_leader is None
-                     and snapshot_id is None)
+            no_tags = diverging_epoch is None and current_leader is None and snapshot_id is None
+            usual = flexible and no_tags and not aborted
             if usual:  # every partition of a consumer's fetch, nearly: one pack
                 append(_USUAL_V12.pack(partition_index, p_error_code, high_watermark, last_stable_offset,
                                        log_start_offset, 0 if aborted is None else 1, preferred_read_replica))
@@ -185,11 +185,10 @@ def encode_fetch_response(
                 chunks.append(records)
                 parts = [b""]
                 append = parts.append
-            if flexible:
-                if diverging_epoch is None and current_leader is None and snapshot_id is None:
-                    append(wire.NO_TAGGED_FIELDS)  # the usual partition: no tagged field to send
-                else:
-                    append(_partition_tags(diverging_epoch, current_leader, snapshot_id))
+            if flexible and no_tags:
+                append(wire.NO_TAGGED_FIELDS)
+            elif flexible:
+                append(_partition_tags(diverging_epoch, current_leader, snapshot_id))
         if flexible:
             append(wire.NO_TAGGED_FIELDS)
     if flexible:
