@@ -16,8 +16,16 @@ batching, linger.ms=5) to one partition.
 (bench_ceilings.PRODUCER_DEFAULTS): 1 MB batches instead of 64 KiB ones, a sixteenth of the
 requests.
 
+`--fresh` gives every run a broker of its own on an empty data directory, removed (and synced)
+after the run, with a second of rest. On this VM the page-cache writes of a run that follows
+several GB of kept logs go into memory returned to the host and cost ~8x the kernel CPU (docs/
+benchmarks.md, "What a sustained write costs on this VM"): by the third round of the default mode
+most runs measure that. A fresh run writes into the memory the previous one freed, as a broker
+whose old segments retention deletes does, and the rounds agree (bench_roll_latency.py removes its
+cases the same way).
+
     .venv/bin/python bench/bench_cpu_per_gb.py --src /path/a/src --src /path/b/src [--records 200000]
-        [--kcat 2000000] [--producer batch.size=1000000]
+        [--kcat 2000000] [--producer batch.size=1000000] [--fresh]
 """
 
 from __future__ import annotations
@@ -25,8 +33,10 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=200_000, help="records per run")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--kcat", type=int, default=0, help="records of 100 B from kcat (0: no kcat case)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="a broker and an empty data dir for every run, removed after it (see above)")
     parser.add_argument("--producer", action="append", default=[], metavar="KEY=VALUE",
                         help="a confluent-kafka setting for the 1 KiB cases (repeatable)")
     args = parser.parse_args(argv)
@@ -55,21 +67,41 @@ def main(argv: list[str] | None = None) -> int:
         say(f"- load average: {os.getloadavg()}")
         if producer_config:
             say(f"- producer settings: {producer_config}")
+        if args.fresh:
+            say("- every run on a broker of its own, its data removed after it (--fresh)")
         benches = {}
-        for i, src in enumerate(args.src):
+        if not args.fresh:
+            for i, src in enumerate(args.src):
+                os.environ["PYTHONPATH"] = src
+                benches[src] = Bench(root / f"b{i}", QUICK)
+                benches[src].start()
+
+        def measure(i: int, src: str, case):
+            """`case(bench)` on the tree's broker, or (--fresh) on one of its own, removed after."""
+            if not args.fresh:
+                return case(benches[src])
             os.environ["PYTHONPATH"] = src
-            benches[src] = Bench(root / f"b{i}", QUICK)
-            benches[src].start()
+            bench = Bench(root / "fresh", QUICK)
+            bench.start()
+            try:
+                return case(bench)
+            finally:
+                bench.broker.stop()
+                shutil.rmtree(root / "fresh")
+                os.sync()
+                time.sleep(1.0)
+
         results: dict = collections.defaultdict(list)
         for rep in range(args.repeat):
             for size, partitions, acks in CASES:
-                for i, (src, bench) in enumerate(benches.items()):
-                    r = bench.produce_case(size, partitions, acks, args.records, tag=f"r{rep}s{i}",
-                                           prefault_first=False, producer_config=producer_config)
+                for i, src in enumerate(args.src):
+                    r = measure(i, src, lambda bench: bench.produce_case(
+                        size, partitions, acks, args.records, tag=f"r{rep}s{i}", prefault_first=False,
+                        producer_config=producer_config))
                     results[(size, partitions, acks, src)].append(r)
-            for i, (src, bench) in enumerate(benches.items()):
+            for i, src in enumerate(args.src):
                 if args.kcat:
-                    r = bench.kcat_produce_case(100, args.kcat, tag=f"r{rep}s{i}")
+                    r = measure(i, src, lambda bench: bench.kcat_produce_case(100, args.kcat, tag=f"r{rep}s{i}"))
                     r["broker_us_per_request"] = float("nan")  # kcat reports no request count
                     results[(100, 1, "kcat", src)].append(r)
         rows = []

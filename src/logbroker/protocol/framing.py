@@ -4,16 +4,19 @@ Every Kafka request is a frame: an int32 big-endian size, then that many bytes (
 `FrameDecoder` is fed whatever each socket read returned and hands back every frame completed by
 it, in order. It never touches a socket.
 
-Why it is shaped this way. The server reads every connection into one shared buffer and calls
-`feed` with a view of it, and clients pipeline, so one read holds many small frames or a slice of
-one big Produce. Copies are what cost, so each byte is copied once, a large frame's mostly not at all:
+Why it is shaped this way. The server reads every connection into shared buffers and calls
+`feed` with a view of each read, and clients pipeline, so one read holds many small frames or a
+slice of one big Produce. Copies are what cost, so each byte is copied at most once, a large
+frame's mostly not at all:
 
 * Frames that lie wholly inside the data just fed come back as memoryviews of it. Given any
-  buffer other than `bytes` (the server's read buffer, which the next read overwrites), `feed`
-  copies it into one `bytes` from the first such frame on — the copy asyncio would have made
-  anyway to hand a read to `data_received` — and the frames are views of that. A read that
-  completes no frame (the middle of a large one) is not copied whole: its bytes go straight to
-  where the incomplete frame is kept.
+  buffer other than `bytes`, which the next read may overwrite, `feed` copies it into one `bytes`
+  from the first such frame on — the copy asyncio would have made anyway to hand a read to
+  `data_received` — and the frames are views of that; unless the caller lends the buffer (`lent`:
+  it will not write those bytes while a frame views them; the server's large reads,
+  server/read_buffers.py), when the frames are views of it with no copy. A read that completes no
+  frame (the middle of a large one) is not copied whole: its bytes go straight to where the
+  incomplete frame is kept.
 * Only an incomplete frame at the end of a read is kept. A small one is kept in a bytearray that
   grows by appends (amortised O(1) a byte, never O(n²)); the frame it completes is handed out as a
   memoryview of that bytearray, and the decoder then starts a fresh bytearray for the next partial
@@ -120,15 +123,17 @@ class FrameDecoder:
         self.large_frames = True
         return [memoryview(body).toreadonly()]
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
+    def feed(self, data: bytes | bytearray | memoryview, *, lent: bool = False) -> list[memoryview]:
         """Take the next bytes of the stream; return the frames they complete (bodies, no prefix).
 
-        The returned views point into `data` when it is `bytes`; any other buffer, which the
-        caller may reuse, is copied first (from the first frame wholly inside it on).
+        The returned views point into `data` when it is `bytes`, or `lent`: the caller will not
+        write those bytes again while a view of them lives (server/read_buffers.py). Any other
+        buffer, which the caller may reuse, is copied first (from the first frame wholly inside it
+        on).
         """
         if self.failed is not None:
             raise self.failed
-        stable = type(data) is bytes  # views of it may be handed out
+        stable = lent or type(data) is bytes  # views of it may be handed out
         view = memoryview(data)
         end = view.nbytes
         pos = 0

@@ -5,21 +5,22 @@ dispatcher at once (clients pipeline requests), and responses leave in request o
 each takes: each request gets a slot in a queue, and one writer coroutine per connection drains the
 queue from the head.
 
-Reading: the connections of a server read into one shared buffer (READ_BUFFER_BYTES), which the
-frame decoder copies out at once (the copy asyncio would make for `data_received`) and parses,
-except while a large frame is in progress: the socket then reads straight into that frame's own
-buffer (FrameDecoder.direct), so most of a big Produce's records are never copied in user space
-on the way in. Sharing is safe because the event loop calls `buffer_updated` right after the read
-that filled the buffer, before any other connection's read. A read takes up to READ_BUFFER_BYTES:
-a pipelining producer's requests (confluent-kafka's are ~64 KiB) then come ~15 to a read, and
-their answers leave in two writes, each waking the client once — fewer reads and writes than with
-uvloop's 256 KiB (bench_cpu_per_gb.py, docs/benchmarks.md). Two, not one: the answers ready so
-far go out every ANSWERS_EVERY_BYTES of requests handled, so the first requests of a full read
-(the broker is behind: a read is full only then) do not wait for all the others, at a CPU per GB
-within the runs' spread of one write a read (bench_roll_latency.py, bench_cpu_per_gb.py). From a
-client whose frames are read directly (FrameDecoder.large_frames: kcat's ~1 MB), reads take
-LARGE_FRAMES_READ_BYTES, so the start of its next frame, which is copied out of the shared
-buffer, stays a small part of it.
+Reading: the connections of a server read into shared space (server/read_buffers.py): a read of 16
+KiB or more (a ~64 KiB Produce) into an arena whose space its frames keep, as views, for as long as
+they live; a smaller one into space that the frame decoder copies out of at once (the copy asyncio
+would make for `data_received`). While a large frame is in progress the socket reads straight into
+that frame's own buffer (FrameDecoder.direct), so most of a big Produce's records are never copied
+in user space on the way in. Sharing is safe because the event loop calls `buffer_updated` right
+after the read that filled the space, before any other connection's read. A read takes up to
+READ_BUFFER_BYTES: a pipelining producer's requests (confluent-kafka's are ~64 KiB) then come ~15
+to a read, and their answers leave in two writes, each waking the client once — fewer reads and
+writes than with uvloop's 256 KiB (bench_cpu_per_gb.py, docs/benchmarks.md). Two, not one: the
+answers ready so far go out every ANSWERS_EVERY_BYTES of requests handled, so the first requests of
+a full read (the broker is behind: a read is full only then) do not wait for all the others, at a
+CPU per GB within the runs' spread of one write a read (bench_roll_latency.py,
+bench_cpu_per_gb.py). From a client whose frames are read directly (FrameDecoder.large_frames:
+kcat's ~1 MB), reads take LARGE_FRAMES_READ_BYTES, so the start of its next frame, which is copied
+into the frame's own buffer, stays a small part of it.
 
 Writing: byte chunks go through the transport; a Fetch response's record regions go straight from
 the page cache to the socket with os.sendfile, never through Python — except small regions (a
@@ -65,7 +66,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import mmap
 import os
 import socket
 from collections.abc import Awaitable, Callable
@@ -77,6 +77,7 @@ from logbroker.log_limits import RateLimitedLog
 from logbroker.protocol.framing import FrameDecoder
 from logbroker.security.principal import ANONYMOUS, ssl_principal
 from logbroker.server.connection_quotas import ConnectionQuotas, normalize_ip
+from logbroker.server.read_buffers import ReadBuffers
 from logbroker.server.tls import TlsError, TlsSession
 from logbroker.storage.log_config import INT_MAX
 from logbroker.storage.values import FileRegion
@@ -217,10 +218,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.server.connections.add(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        direct = self.decoder.direct
+        decoder = self.decoder
+        direct = decoder.direct
         if direct is None or self.tls is not None:
-            server = self.server
-            return server.read_buffer_large_frames if self.decoder.large_frames else server.read_buffer
+            return self.server.read_buffers.space(decoder.large_frames, self.tls is None)
         return direct
 
     def buffer_updated(self, nbytes: int) -> None:
@@ -228,13 +229,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self.decoder.direct is not None and self.tls is None:  # get_buffer handed it out
             frames = self.decoder.filled(nbytes)
         else:
-            data = self.server.read_buffer[:nbytes]
+            buffers = self.server.read_buffers
+            data, lent = buffers.received(nbytes)
             if self.tls is not None:
                 data = self._tls_received(bytes(data))
                 if not data:
                     return
             try:
-                frames = self.decoder.feed(data)
+                frames = self.decoder.feed(data, lent=lent)
+                if lent and frames:
+                    buffers.lend(nbytes)
             except KafkaError as exc:
                 if not self._received_any and data[:2] == b"\x16\x03":
                     log.warning("Closing connection from %s: a TLS handshake arrived on %s listener %s",
@@ -497,10 +501,7 @@ class KafkaServer:
                                                  per_ip_overrides={})
         self.connections: set[KafkaConnection] = set()
         self._acceptors: list[Acceptor] = []
-        # What every connection reads into; valid until the next read. An anonymous mapping, not
-        # a bytearray: its pages are resident only once reads have reached them.
-        self.read_buffer = memoryview(mmap.mmap(-1, READ_BUFFER_BYTES))
-        self.read_buffer_large_frames = self.read_buffer[:LARGE_FRAMES_READ_BYTES]
+        self.read_buffers = ReadBuffers(READ_BUFFER_BYTES, LARGE_FRAMES_READ_BYTES)  # every connection's reads
 
     async def listen(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT) -> int:
         """Start a listener on every address of `host` (all interfaces when empty); returns the
