@@ -5,13 +5,13 @@ dispatcher at once (clients pipeline requests), and responses leave in request o
 each takes: each request gets a slot in a queue, and one writer coroutine per connection drains the
 queue from the head.
 
-Reading: the connections of a server read into shared space (server/read_buffers.py): a read of 16
-KiB or more (a ~64 KiB Produce) into an arena whose space its frames keep, as views, for as long as
-they live; a smaller one into space that the frame decoder copies out of at once (the copy asyncio
-would make for `data_received`). While a large frame is in progress the socket reads straight into
-that frame's own buffer (FrameDecoder.direct), so most of a big Produce's records are never copied
-in user space on the way in. Sharing is safe because the event loop calls `buffer_updated` right
-after the read that filled the space, before any other connection's read. A read takes up to
+Reading: the connections of a server read into shared space (server/read_buffers.py). A read of 16
+KiB or more (a ~64 KiB Produce) is lent to its frames: they are views of the space it was read into
+for as long as they live, with no copy; a smaller one is copied out at once (the copy asyncio would
+make for `data_received`). While a large frame is in progress the socket reads straight into that
+frame's own buffer (FrameDecoder.direct), so most of a big Produce's records are never copied in
+user space on the way in. Sharing is safe because the event loop calls `buffer_updated` right after
+the read that filled the space, before any other connection's read. A read takes up to
 READ_BUFFER_BYTES: a pipelining producer's requests (confluent-kafka's are ~64 KiB) then come ~15
 to a read, and their answers leave in two writes, each waking the client once — fewer reads and
 writes than with uvloop's 256 KiB (bench_cpu_per_gb.py, docs/benchmarks.md). Two, not one: the
