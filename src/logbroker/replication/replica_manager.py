@@ -218,7 +218,7 @@ class ReplicaManager:
             return {tp: ProduceResult(error) for tp in entries}
         results: dict[TopicPartition, ProduceResult] = {}
         to_flush = []
-        to_commit = set()
+        pending: dict[TopicPartition, ProduceResult] = {}  # answers that wait (see below)
         now_ms = -1
         for tp, records in entries.items():
             try:
@@ -233,8 +233,8 @@ class ReplicaManager:
             except Exception as exc:  # noqa: BLE001 - a bug must not take the broker down
                 results[tp] = ProduceResult(unexpected(tp, exc))
                 continue
-            results[tp] = ProduceResult(None, info.first_offset, info.last_offset,
-                                        info.log_append_time_ms, info.log_start_offset)
+            result = results[tp] = ProduceResult(None, info.first_offset, info.last_offset,
+                                                 info.log_append_time_ms, info.log_start_offset)
             log_ = partition.log
             if now_ms < 0:
                 now_ms = self.clock.time_ms()
@@ -243,28 +243,22 @@ class ReplicaManager:
                 to_flush.append(log_)  # flush.messages / flush.ms: before the answer
             else:
                 self._after_append(log_, now_ms, flush_due)
+            # The answer waits for flush.before.ack's fsync (acks=1 or -1), or with acks=-1 for
+            # the ISR — unless the append already moved the high watermark past the batch (a
+            # leader alone in its ISR). Then it is answered now: nothing has run since the append
+            # checked that ISR against min.insync.replicas.
             if log_.config.flush_before_ack:
                 self.group_commit.request(log_)
-                to_commit.add(tp)
+                pending[tp] = result
+            elif required_acks == -1 and partition.high_watermark <= info.last_offset:
+                pending[tp] = result
             self.fetch_purgatory.check_and_complete(tp)
             if on_appended is not None:
                 on_appended(tp)
         if self.metrics is not None and is_from_client:
             self.metrics.on_produce(entries, results)
-        # Answers that wait: acks=-1 for the ISR, acks=1 only for flush.before.ack's fsync.
-        if required_acks == -1 or to_commit:
-            pending = {tp: r for tp, r in results.items() if r.error is None and
-                       (required_acks == -1 or tp in to_commit)}
-        else:
-            pending = None
         if not to_flush and not pending:
-            return results
-        if not to_flush:
-            # Often acknowledged already (one node: the append moved the high watermark): answer
-            # now, without the coroutine, future and purgatory entry a wait would cost.
-            done = self._produce_acknowledged(results, pending, required_acks)
-            if done is not None:
-                return done
+            return results  # without the coroutine, future and purgatory entry a wait costs
         return self._complete_produce(results, pending, to_flush, timeout_ms=timeout_ms,
                                       required_acks=required_acks)
 
