@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
 import shutil
 import sys
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a confluent-kafka setting for the 1 KiB cases (repeatable)")
     args = parser.parse_args(argv)
     producer_config = dict(setting.split("=", 1) for setting in args.producer)
-    with tempfile.TemporaryDirectory(prefix="bench-cpu-per-gb-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-cpu-per-gb-") as tmp, contextlib.ExitStack() as stops:
         root = Path(tmp)
         say("## Broker CPU per GB produced, A/B")
         for line in machine_info(root).lines():
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ["PYTHONPATH"] = src
                 benches[src] = Bench(root / f"b{i}", QUICK)
                 benches[src].start()
+                stops.callback(benches[src].broker.stop)  # also when a case raises
 
         def measure(i: int, src: str, case):
             """`case(bench)` on the tree's broker, or (--fresh) on one of its own, removed after."""
@@ -123,8 +125,6 @@ def main(argv: list[str] | None = None) -> int:
             headers += [f"CPU-s/GB ({src})", "each run", "user", "sys", "msgs/s", "µs/request"]
         say(table(headers, rows))
         say(f"- load average after: {os.getloadavg()}")
-        for bench in benches.values():
-            bench.broker.stop()
     return 0
 
 
