@@ -52,16 +52,14 @@ class ReadBuffers:
     def space(self, short: bool, lendable: bool) -> memoryview:
         """Writable room for the next read, `short` or not: free arena space when there is enough
         and the read may be `lendable`, else the scratch buffer."""
-        arena = self._arena
-        if arena is None or not lendable:  # (nothing was ever large enough: no arena)
-            self._in_arena = False
-            return self._scratch_short if short else self._scratch
-        nbytes = len(self._scratch_short if short else self._scratch)
-        if self._pos == 0 or self._rewind(arena) or len(arena) - self._pos >= nbytes:
+        scratch = self._scratch_short if short else self._scratch
+        arena = self._arena  # None until a read was large enough to be lent
+        if lendable and arena is not None and (self._pos == 0 or self._rewind(arena)
+                                               or len(arena) - self._pos >= len(scratch)):
             self._in_arena = True
-            return memoryview(arena)[self._pos:self._pos + nbytes]
+            return memoryview(arena)[self._pos:self._pos + len(scratch)]
         self._in_arena = False
-        return self._scratch_short if short else self._scratch
+        return scratch
 
     def received(self, nbytes: int) -> tuple[memoryview, bool]:
         """The `nbytes` just read into the last space offered (read-only), and whether they may be
