@@ -90,6 +90,7 @@ from common import (  # noqa: E402
     median,
     percentile,
     prefault,
+    remove_written,
     say,
     table,
     write_json,
@@ -633,9 +634,7 @@ def run(root: Path, sizes: Sizes, *, profile: bool, ceilings: bool) -> dict:
         # half-load window then measures that (docs/benchmarks.md, "What a sustained write costs
         # on this VM"). bench_roll_latency.py removes its cases the same way.
         bench.stop()
-        shutil.rmtree(bench.broker.data_dir)
-        os.sync()
-        time.sleep(1.0)
+        remove_written(bench.broker.data_dir)
         bench = Bench(root / "latency", sizes)
         bench.start()
         latency = []

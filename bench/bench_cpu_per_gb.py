@@ -34,16 +34,14 @@ import argparse
 import collections
 import contextlib
 import os
-import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_broker import QUICK, Bench  # noqa: E402
-from common import machine_info, median, say, table  # noqa: E402
+from common import machine_info, median, remove_written, say, table  # noqa: E402
 
 CASES = [(1024, 1, 1), (1024, 1, -1), (1024, 3, 1), (1024, 3, -1)]  # size, partitions, acks
 
@@ -78,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                 benches[src].start()
                 stops.callback(benches[src].broker.stop)  # also when a case raises
 
-        def measure(i: int, src: str, case):
+        def measure(src: str, case):
             """`case(bench)` on the tree's broker, or (--fresh) on one of its own, removed after."""
             if not args.fresh:
                 return case(benches[src])
@@ -89,21 +87,19 @@ def main(argv: list[str] | None = None) -> int:
                 return case(bench)
             finally:
                 bench.broker.stop()
-                shutil.rmtree(root / "fresh")
-                os.sync()
-                time.sleep(1.0)
+                remove_written(root / "fresh")
 
         results: dict = collections.defaultdict(list)
         for rep in range(args.repeat):
             for size, partitions, acks in CASES:
                 for i, src in enumerate(args.src):
-                    r = measure(i, src, lambda bench: bench.produce_case(
+                    r = measure(src, lambda bench: bench.produce_case(
                         size, partitions, acks, args.records, tag=f"r{rep}s{i}", prefault_first=False,
                         producer_config=producer_config))
                     results[(size, partitions, acks, src)].append(r)
             for i, src in enumerate(args.src):
                 if args.kcat:
-                    r = measure(i, src, lambda bench: bench.kcat_produce_case(100, args.kcat, tag=f"r{rep}s{i}"))
+                    r = measure(src, lambda bench: bench.kcat_produce_case(100, args.kcat, tag=f"r{rep}s{i}"))
                     r["broker_us_per_request"] = float("nan")  # kcat reports no request count
                     results[(100, 1, "kcat", src)].append(r)
         rows = []

@@ -51,7 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ceilings import paced_produce, wait_idle  # noqa: E402
-from common import GiB, machine_info, median, percentile, prefault, say, table  # noqa: E402
+from common import GiB, machine_info, median, percentile, prefault, remove_written, say, table  # noqa: E402
 
 HERE = Path(__file__).resolve()
 # Half of bench_broker's 1 KiB, 1 partition, acks=1 max on the quiet machine (650,317/s, 26 Nov 2026).
@@ -247,9 +247,7 @@ def broker_case(tree: str, root: Path, acks: int, args, tag: str) -> dict:
                   "cpu_wait_pct": sampler.cpu_wait_pct(), "steal_ms": sampler.steal_ms(), "samples": sampler.samples}
     finally:
         broker.stop()
-        shutil.rmtree(broker.base_dir, ignore_errors=True)
-        os.sync()  # the removal's journal work and discards, done before the next case
-        time.sleep(1.0)
+        remove_written(broker.base_dir)
     if stalls_path.exists():
         from loop_stalls import summarize
 

@@ -15,6 +15,7 @@ import os
 import platform
 import pstats
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -228,6 +229,16 @@ def prefault(root: Path, nbytes: int) -> None:
     path = root / "prefault.out"
     dd_write(path, block_size="1M", count=max(1, nbytes // MiB))
     path.unlink()
+
+
+def remove_written(path: Path) -> None:
+    """Remove a case's data, sync and rest a second, so that the next case's writes go into the
+    memory it freed, where a prefault would not last (a latency window of several seconds; a run
+    after GBs of kept logs): a broker whose retention deletes old segments writes there too. The
+    sync takes the removal's journal work and discards out of the next case."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.sync()
+    time.sleep(1.0)
 
 
 # --- profiling --------------------------------------------------------------------------------
