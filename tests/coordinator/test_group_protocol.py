@@ -38,10 +38,11 @@ def join(raw: Raw, group_id: str, member_id: str = "", *, version: int = 5, sess
                        protocol_type="consumer", protocols=[{"name": "range", "metadata": metadata}])
 
 
-def join_stable(raw: Raw, group_id: str, *, instance: str | None = None, assignment: bytes = b"a"):
-    first = join(raw, group_id, instance=instance)
+def join_stable(raw: Raw, group_id: str, *, instance: str | None = None, assignment: bytes = b"a",
+                session_ms: int = 10_000):
+    first = join(raw, group_id, instance=instance, session_ms=session_ms)
     if first.error_code == MEMBER_ID_REQUIRED:
-        first = join(raw, group_id, first.member_id, instance=instance)
+        first = join(raw, group_id, first.member_id, instance=instance, session_ms=session_ms)
     assert first.error_code == 0
     sync = raw.request(ApiKey.SYNC_GROUP, 5, group_id=group_id, generation_id=first.generation_id,
                        member_id=first.member_id, group_instance_id=instance, protocol_type="consumer",
@@ -242,6 +243,35 @@ def test_group_and_members_come_back_after_a_restart(restartable_broker):
         assert heartbeat(raw, g, member.member_id, member.generation_id, "keep") == 0
         fetched = raw.request(ApiKey.OFFSET_FETCH, 1, group_id=g, topics=[{"name": "t", "partition_indexes": [0]}])
         assert (fetched.topics[0].partitions[0].committed_offset, fetched.topics[0].partitions[0].metadata) == (3, "m")
+
+
+def test_a_group_whose_last_member_times_out_is_empty_and_stays_empty_after_a_restart(restartable_broker):
+    """Kafka's onCompleteJoin with nobody left: the last member's session expires (a consumer killed
+    with -9), the group becomes Empty in a new generation and that is stored, so a restart does not
+    bring the dead member back. One INFO line for the expiry, nothing logged at ERROR."""
+    broker = restartable_broker
+    g = group()
+    with Raw(broker.bootstrap) as raw:
+        assert raw.request(ApiKey.FIND_COORDINATOR, 0, key=g).error_code == 0
+        join_stable(raw, g, session_ms=1000)
+        deadline = time.monotonic() + 15
+        while True:  # no more heartbeats: the session (1 s) expires
+            described = raw.request(ApiKey.DESCRIBE_GROUPS, 5, groups=[g], include_authorized_operations=False).groups[0]
+            if described.group_state == "Empty" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert (described.group_state, described.members) == ("Empty", ())
+    time.sleep(0.5)  # the empty generation's record is written in the background
+    logged = broker.new_log_text()
+    assert "has failed (no heartbeat for 1000 ms)" in logged
+    assert not [line for line in logged.splitlines() if " ERROR " in line or "Traceback" in line]
+    broker.stop()
+    broker.start()
+    with Raw(broker.bootstrap) as raw:
+        described = raw.request(ApiKey.DESCRIBE_GROUPS, 5, groups=[g], include_authorized_operations=False).groups[0]
+        assert (described.error_code, described.group_state, described.members) == (0, "Empty", ())
+        # The new generation was stored too: a fresh member joins the one after it.
+        assert join_stable(raw, g).generation_id == 3
 
 
 def test_metadata_naming_the_offsets_topic_creates_it_as_the_coordinator_would(restartable_broker):

@@ -68,6 +68,7 @@ class ClassicGroupManager:
     def __init__(self, coordinator) -> None:
         self.coordinator = coordinator
         self.config = coordinator.config
+        self._background: set[asyncio.Task] = set()  # the stores of empty generations, held till done
 
     def _now(self) -> int:
         return self.coordinator.clock.time_ms()
