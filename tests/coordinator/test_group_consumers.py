@@ -188,6 +188,36 @@ def test_committed_offsets_survive_a_broker_restart(restartable_broker):
         assert sorted(seen.get(p, []) + resumed.get(p, [])) == list(range(10)), p  # none twice, none lost
 
 
+def test_a_closed_consumers_group_comes_back_empty_after_a_restart(restartable_broker):
+    """The last consumer of a group closes (LeaveGroup): the group is Empty, a broker restart keeps
+    it so, and the next consumer gets the partitions at once. Were the member loaded back, it would
+    wait for that session to expire (45 s here, as librdkafka's default; longer than the test's
+    30 s). Nothing is logged at ERROR: the last member's going used to log a traceback."""
+    from confluent_kafka import ConsumerGroupState
+
+    broker = restartable_broker
+    topic, group = names()
+    create_topic(broker.bootstrap, topic, 3)
+    written = produce(broker.bootstrap, topic, 2, partitions=3)
+    first = ck_consumer(broker.bootstrap, group, **{"session.timeout.ms": 45000})
+    first.subscribe([topic])
+    Poller(topic).poll_until([first], lambda owned: owned[0] == {0, 1, 2})
+    first.close()
+
+    broker.stop()
+    broker.start()
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    described = admin.describe_consumer_groups([group])[group].result(TIMEOUT_S)
+    assert (described.state, described.members) == (ConsumerGroupState.EMPTY, [])
+    second = ck_consumer(broker.bootstrap, group, **{"session.timeout.ms": 45000})
+    second.subscribe([topic])
+    poller = Poller(topic)
+    poller.poll_until([second], lambda owned: poller.consumed == written)
+    second.close()
+    assert not [line for line in broker.new_log_text().splitlines() if "] ERROR " in line or "Traceback" in line]
+
+
 def test_static_member_rejoins_without_a_rebalance(group_broker):
     bootstrap = group_broker.bootstrap
     topic, group = names()

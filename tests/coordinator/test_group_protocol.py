@@ -245,17 +245,22 @@ def test_group_and_members_come_back_after_a_restart(restartable_broker):
         assert (fetched.topics[0].partitions[0].committed_offset, fetched.topics[0].partitions[0].metadata) == (3, "m")
 
 
-def test_a_group_whose_last_member_times_out_is_empty_and_stays_empty_after_a_restart(restartable_broker):
-    """Kafka's onCompleteJoin with nobody left: the last member's session expires (a consumer killed
-    with -9), the group becomes Empty in a new generation and that is stored, so a restart does not
-    bring the dead member back. One INFO line for the expiry, nothing logged at ERROR."""
+@pytest.mark.parametrize("how", ["its session expires", "it leaves"])
+def test_a_group_whose_last_member_goes_is_empty_and_stays_empty_after_a_restart(restartable_broker, how):
+    """Kafka's onCompleteJoin with nobody left: when the last member goes — its session expires (a
+    consumer killed with -9) or it sends LeaveGroup (a consumer's close) — the group becomes Empty
+    in a new generation and that is stored, so a restart does not bring the member back. One INFO
+    line for an expiry, nothing logged at ERROR."""
     broker = restartable_broker
     g = group()
     with Raw(broker.bootstrap) as raw:
         assert raw.request(ApiKey.FIND_COORDINATOR, 0, key=g).error_code == 0
-        join_stable(raw, g, session_ms=1000)
+        member = join_stable(raw, g, session_ms=1000)
+        if how == "it leaves":
+            left = raw.request(ApiKey.LEAVE_GROUP, 3, group_id=g, members=[{"member_id": member.member_id}])
+            assert (left.error_code, [m.error_code for m in left.members]) == (0, [0])
         deadline = time.monotonic() + 15
-        while True:  # no more heartbeats: the session (1 s) expires
+        while True:  # without heartbeats the session (1 s) expires
             described = raw.request(ApiKey.DESCRIBE_GROUPS, 5, groups=[g], include_authorized_operations=False).groups[0]
             if described.group_state == "Empty" or time.monotonic() > deadline:
                 break
@@ -263,7 +268,7 @@ def test_a_group_whose_last_member_times_out_is_empty_and_stays_empty_after_a_re
         assert (described.group_state, described.members) == ("Empty", ())
     time.sleep(0.5)  # the empty generation's record is written in the background
     logged = broker.new_log_text()
-    assert "has failed (no heartbeat for 1000 ms)" in logged
+    assert ("has failed (no heartbeat for 1000 ms)" in logged) == (how == "its session expires")
     assert not [line for line in logged.splitlines() if " ERROR " in line or "Traceback" in line]
     broker.stop()
     broker.start()
