@@ -408,3 +408,41 @@ def test_a_waiting_answer_whose_client_left_is_dropped(run, caplog):
 
     assert run(main())
     assert "Closing connection" not in caplog.text
+
+
+@pytest.mark.parametrize("error", [BrokenPipeError, ConnectionResetError])
+def test_a_client_gone_while_its_records_are_sent_is_closed_without_an_error(run, segment, monkeypatch, caplog,
+                                                                             error):
+    # A consumer that closes while its fetch answer is on its way: the next sendfile meets the
+    # reset connection (EPIPE or ECONNRESET, whichever the kernel has seen; raised here, since
+    # which one comes, and when, is a race). The connection closes with one DEBUG line, nothing
+    # at ERROR, and the server goes on serving.
+    fd = segment(b"r" * 100_000)
+
+    def handler(frame, connection):
+        if bytes(frame) == b"records":
+            return [_SIZE.pack(100_000), FileRegion(fd, 0, 100_000)]
+        return _handler(frame, connection)
+
+    def gone(*args):
+        raise error("the client went")
+
+    async def main():
+        server, port = await _serve(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(_frame(b"records"))
+        rest = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        monkeypatch.undo()
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(_frame(b"still there?"))
+        answer = await _read_frames(reader, 1)
+        writer.close()
+        await server.close()
+        return rest, answer
+
+    monkeypatch.setattr(network.os, "sendfile", gone)
+    with caplog.at_level("DEBUG", logger="kafka.network.SocketServer"):
+        assert run(main()) == (_SIZE.pack(100_000), [b"still there?"])  # the size went, then the close
+    assert [r.getMessage() for r in caplog.records if r.levelname != "DEBUG"] == []
+    assert "the client went" in caplog.text

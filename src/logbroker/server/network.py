@@ -405,6 +405,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 await self._send(response)
         except asyncio.CancelledError:
             pass
+        except ConnectionError as exc:  # the client went while its answer was on its way: no fault
+            log.debug("Connection from %s closed while writing to it: %s", self.peer, exc)
+            self.abort()
         except Exception:  # noqa: BLE001 - one bad connection must not leave a dangling task
             log.exception("Closing connection from %s after a failure while writing", self.peer)
             self.abort()
