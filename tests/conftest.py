@@ -73,6 +73,7 @@ def pytest_collection_modifyitems(config, items) -> None:
         rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
         items.sort(key=lambda item: rank.get(work_unit(item.nodeid), len(rank)))
 
+
 # What no broker may log, whatever a test makes its clients do: an exception that escaped (a bug
 # of ours: a group's last member leaving once logged one from a timer). Each broker subprocess a
 # test starts is watched, and after every test the lines its brokers wrote during it are searched:

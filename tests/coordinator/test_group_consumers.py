@@ -16,7 +16,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, ConsumerGroupState, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -193,8 +193,6 @@ def test_a_closed_consumers_group_comes_back_empty_after_a_restart(restartable_b
     it so, and the next consumer gets the partitions at once. Were the member loaded back, it would
     wait for that session to expire (45 s here, as librdkafka's default; longer than the test's
     30 s). Nothing is logged at ERROR: the last member's going used to log a traceback."""
-    from confluent_kafka import ConsumerGroupState
-
     broker = restartable_broker
     topic, group = names()
     create_topic(broker.bootstrap, topic, 3)
