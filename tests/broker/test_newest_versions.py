@@ -6,6 +6,7 @@ v8-10 is in test_list_offsets.py."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -110,3 +111,31 @@ def test_offset_commit_and_fetch_v10_name_topics_by_id(shared_broker, topic):
             for t in answer.topics] == [(topic_id, [(0, 7, "m")]), (unknown, [(UNKNOWN_TOPIC_ID, -1, "")])]
     assert [(t.topic_id, [p.committed_offset for p in t.partitions]) for t in every.groups[0].topics] == [
         (topic_id, [7])]
+
+
+@pytest.mark.parametrize("version", [8, 10])
+def test_offset_fetch_answers_a_topic_named_twice_twice(shared_broker, topic, version):
+    # Kafka answers each topic of the request as asked, a repeated one included. v10 names topics
+    # by id; a repeated id closed the connection (the answer for it was looked for and not there).
+    create_topic(shared_broker.bootstrap, topic)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with RawClient(shared_broker.bootstrap) as client:
+        topic_id = client.topic_id(topic)
+        while client.request(10, 0, key=group).error_code != 0:  # until __consumer_offsets is there
+            time.sleep(0.1)
+        committed = client.request(8, 10, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                   group_instance_id=None, topics=[{"topic_id": topic_id, "partitions": [
+                                       {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1,
+                                        "committed_metadata": "m"}]}])
+        assert [int(p.error_code) for t in committed.topics for p in t.partitions] == [0]
+        named = {"topic_id": topic_id} if version >= 10 else {"name": topic}
+        member = {"member_id": None, "member_epoch": -1} if version >= 9 else {}
+        fetched = client.request(9, version, require_stable=False, groups=[{
+            "group_id": group, **member,
+            "topics": [{**named, "partition_indexes": [0]}, {**named, "partition_indexes": [1, 0]}]}])
+        assert client.request(18, 0).error_code == 0  # the connection is still open
+    [answer] = fetched.groups
+    asked = topic_id if version >= 10 else topic
+    assert [(t.topic_id if version >= 10 else t.name,
+             [(p.partition_index, int(p.error_code), p.committed_offset) for p in t.partitions])
+            for t in answer.topics] == [(asked, [(0, 0, 7)]), (asked, [(1, 0, -1), (0, 0, 7)])]

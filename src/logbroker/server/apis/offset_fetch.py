@@ -88,12 +88,13 @@ def _fetch(broker, request, group_id: str, topics: list[tuple[str, list[int]]] |
             return result
     if broker.authorizer is not None:
         return _fetch_authorized(broker, request, offsets, topics)
+    if topics is not None:  # each topic as asked, in the request's order: a repeated one twice (Kafka)
+        return {"error_code": 0, "topics": [
+            {"name": name, "partitions": [_partition(p, offsets.get(TopicPartition(name, p)), 0) for p in parts]}
+            for name, parts in topics]}
     by_topic: dict[str, list[dict]] = {}
     for tp, committed in sorted(offsets.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
         by_topic.setdefault(tp.topic, []).append(_partition(tp.partition, committed, 0))
-    if topics is not None:  # answer in the request's order
-        by_topic = {name: [_partition(p, offsets.get(TopicPartition(name, p)), 0) for p in parts]
-                    for name, parts in topics}
     return {"error_code": 0, "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()]}
 
 
