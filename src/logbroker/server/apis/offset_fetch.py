@@ -88,14 +88,7 @@ def _fetch(broker, request, group_id: str, topics: list[tuple[str, list[int]]] |
             return result
     if broker.authorizer is not None:
         return _fetch_authorized(broker, request, offsets, topics)
-    if topics is not None:  # each topic as asked, in the request's order: a repeated one twice (Kafka)
-        return {"error_code": 0, "topics": [
-            {"name": name, "partitions": [_partition(p, offsets.get(TopicPartition(name, p)), 0) for p in parts]}
-            for name, parts in topics]}
-    by_topic: dict[str, list[dict]] = {}
-    for tp, committed in sorted(offsets.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-        by_topic.setdefault(tp.topic, []).append(_partition(tp.partition, committed, 0))
-    return {"error_code": 0, "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()]}
+    return _answer(offsets, topics)
 
 
 def _unstable(broker, group_id: str, offsets, topics) -> dict | None:
@@ -123,12 +116,22 @@ def _fetch_authorized(broker, request, offsets, topics: list[tuple[str, list[int
     describable = allowed_names(broker, request, AclOperation.DESCRIBE, TOPIC,
                                 (tp.topic for tp in offsets) if topics is None else (n for n, _ in topics),
                                 log_denied=topics is not None)
+    return _answer(offsets, topics, describable)
+
+
+def _answer(offsets, topics: list[tuple[str, list[int]]] | None, describable=None) -> dict:
+    """Each topic as asked, in the request's order (a repeated one twice, as Kafka); for null
+    topics every committed partition, by topic and partition. Topics not `describable` (None:
+    all are) are left out of the latter and answered TOPIC_AUTHORIZATION_FAILED when named."""
     if topics is None:
-        topics = sorted({tp.topic: [] for tp in offsets if tp.topic in describable}.items())
-        topics = [(name, sorted(tp.partition for tp in offsets if tp.topic == name)) for name, _ in topics]
+        by_topic: dict[str, list[int]] = {}
+        for tp in sorted(offsets):
+            if describable is None or tp.topic in describable:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+        topics = list(by_topic.items())
     return {"error_code": 0, "topics": [
         {"name": name, "partitions": [
-            _partition(p, offsets.get(TopicPartition(name, p)), 0) if name in describable
+            _partition(p, offsets.get(TopicPartition(name, p)), 0) if describable is None or name in describable
             else _partition(p, None, TopicAuthorizationFailedError.code) for p in parts]}
         for name, parts in topics]}
 
