@@ -45,7 +45,8 @@ def start_share_groups(broker) -> ShareGroups:
     coordinator.load()
     persister = SharePersister(
         broker_id=broker.broker_id, coordinator=coordinator, endpoint=broker._broker_address,
-        security=broker.inter_broker_security or PLAINTEXT, request_timeout_ms=broker.config.request_timeout_ms)
+        security=broker.inter_broker_security or PLAINTEXT, request_timeout_ms=broker.config.request_timeout_ms,
+        clock=broker.clock)
     manager = SharePartitionManager(
         config=broker.config, replica_manager=broker.replica_manager, persister=persister,
         clock=broker.clock, topic_id_of=lambda topic: broker.store.topic(topic).topic_id,
