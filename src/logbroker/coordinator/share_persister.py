@@ -32,7 +32,7 @@ from logbroker.client import PLAINTEXT, BrokerConnections, ClientSecurity, Conne
 from logbroker.clock import Clock, SystemClock
 from logbroker.coordinator.share_coordinator import ShareCoordinator
 from logbroker.coordinator.share_partition import StateBatch
-from logbroker.coordinator.share_state_log import SharePartitionKey, ShareSnapshot
+from logbroker.coordinator.share_state_log import SharePartitionKey, ShareSnapshot, ShareStateSummary, summary_of
 from logbroker.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -91,6 +91,27 @@ class SharePersister:
         share-partition at `leader_epoch`; from then on the share coordinator fences writes of
         older leader epochs."""
         return await self._retrying(key, "Reading", lambda: self._read(key, leader_epoch))
+
+    async def read_summary(self, key: SharePartitionKey) -> ShareStateSummary:
+        """ReadShareGroupStateSummary v1 (describing a group's offsets): not retried, a moving
+        coordinator's error comes back at once."""
+        leader = self._remote_leader(key)
+        if leader is None:
+            return summary_of(self.coordinator.read_state(key))
+        from kio.schema.read_share_group_state_summary.v1.request import PartitionData as SummaryPartition
+        from kio.schema.read_share_group_state_summary.v1.request import (
+            ReadShareGroupStateSummaryRequest,
+            ReadStateSummaryData,
+        )
+
+        response = await self._call(leader, ReadShareGroupStateSummaryRequest(group_id=key.group_id, topics=(
+            ReadStateSummaryData(topic_id=key.topic_id, partitions=(
+                SummaryPartition(partition=i32(key.partition), leader_epoch=i32(-1)),)),)))
+        result = response.results[0].partitions[0]
+        if (error := error_for_code(result.error_code, result.error_message or "")) is not None:
+            raise error
+        return ShareStateSummary(result.state_epoch, result.leader_epoch, result.start_offset,
+                                 result.delivery_complete_count)
 
     async def _read(self, key: SharePartitionKey, leader_epoch: int) -> ShareSnapshot | None:
         leader = self._remote_leader(key)
