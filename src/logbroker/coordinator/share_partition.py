@@ -221,11 +221,12 @@ class SharePartition:
         return acquired
 
     # -- settling -----------------------------------------------------------------------------
-    def acknowledge(self, member_id: str, batches: list[tuple[int, int, list[int]]]) -> Transition:
+    def acknowledge(self, member_id: str, batches: list[tuple[int, int, list[int]]]) -> Transition | None:
         """The transition of acknowledgements: (first offset, last offset, acknowledge types) —
         one type for the whole range, or one per offset. Every offset must be ACQUIRED by
         `member_id` with its lock still held and no transition pending (GAP: any offset not
-        settled); else InvalidRecordStateError and nothing changes. RENEW extends the lock."""
+        settled); else InvalidRecordStateError and nothing changes. RENEW extends the lock. None
+        when nothing would change (GAPs over settled offsets only)."""
         now_ms = self.clock.monotonic_ms()
         states: dict[int, InFlightRecord] = {}
         for first, last, types in batches:

@@ -281,6 +281,8 @@ class SharePartitionManager:
             try:
                 sp = await self.share_partition(group_id, tp)
                 transition = sp.acknowledge(member_id, batches)
+                if transition is None:  # nothing to change (a GAP over settled offsets)
+                    return None
                 try:
                     await self.apply(sp, transition)
                 finally:
