@@ -1,4 +1,4 @@
-"""Broker CPU-s per GB produced (issue 16), source trees side by side: bench_broker's produce
+"""Broker CPU-s per GB produced, source trees side by side: bench_broker's produce
 cases (confluent-kafka in this process, linger.ms=5, 1 KiB, acks=1 and acks=all, one and three
 partitions) against one broker per `--src`, alternating, without bench_broker's waits for an idle
 machine — for A/B comparisons on a shared machine, where both sides take the same noise. The
@@ -8,7 +8,7 @@ Each run's CPU is also given as user and system time: on this VM the host's cost
 a page-cache write takes lands in system time (docs/benchmarks.md, "What a sustained write costs
 on this VM"), so the user column is the steadier reading of the broker's own work.
 
-`--kcat N` adds issue 16's C-client case: N records of 100 B produced by kcat (librdkafka's own
+`--kcat N` adds the C-client case: N records of 100 B produced by kcat (librdkafka's own
 batching, linger.ms=5) to one partition.
 
 `--producer KEY=VALUE` (repeatable) sets a client setting for the 1 KiB cases, e.g.

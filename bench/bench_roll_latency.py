@@ -1,4 +1,4 @@
-"""Produce latency across segment rolls (issue 16: "p99 ≤ 5 ms at half the maximum rate, across
+"""Produce latency across segment rolls ("p99 ≤ 5 ms at half the maximum rate, across
 segment rolls, at 1 KiB").
 
 Two parts, each run against one or more source trees (`--src`, interleaved so that whatever else

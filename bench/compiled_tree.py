@@ -1,5 +1,5 @@
 """A copy of a logbroker source tree with some modules compiled to C extensions beside their .py
-files, for `--src` of the other benchmarks (issue 20's compiled-hot-path experiment,
+files, for `--src` of the other benchmarks (the compiled-hot-path experiment,
 docs/benchmarks.md "A compiled hot path").
 
 The copy imports the extension wherever one was built (Python's import system prefers an
