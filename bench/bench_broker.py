@@ -131,8 +131,7 @@ QUICK = Sizes({1024: 250_000, 100: 500_000}, reps=2, latency_s=2.0, latency_warm
 
 def proc_user_sys_s(pid: int) -> tuple[float, float]:
     """(utime, stime) of a process, seconds. Apart, because on this VM the host's cost of the
-    memory a page-cache write takes lands in stime (docs/benchmarks.md, "What a sustained write
-    costs on this VM"): utime is the broker's own work, steadier from run to run."""
+    memory a page-cache write takes lands in stime (docs/benchmarks.md, "Method"): utime is the broker's own work, steadier from run to run."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
@@ -631,7 +630,7 @@ def run(root: Path, sizes: Sizes, *, profile: bool, ceilings: bool) -> dict:
         # The latency rows run on a broker of their own whose data directory starts empty, after
         # the GBs written above are removed and synced: kept, they leave the page cache only
         # memory this VM has returned to the host, whose writes cost ~8x the kernel CPU, and a
-        # half-load window then measures that (docs/benchmarks.md, "What a sustained write costs
+        # half-load window then measures that (docs/benchmarks.md, "Method"
         # on this VM"). bench_roll_latency.py removes its cases the same way.
         bench.stop()
         remove_written(bench.broker.data_dir)
@@ -874,7 +873,7 @@ def report(machine, sizes: Sizes, args, results: dict, elapsed: float) -> str:
             "segment.bytes). The two 1/4 rows differ only in segment.bytes (1 GiB, no roll; 256 MiB, rolls). "
             "These rows run on a broker of their own whose data directory starts empty: the GBs written above "
             "are removed and synced first, since on this VM a write that follows them goes into memory returned to "
-            "the host (docs/benchmarks.md, \"What a sustained write costs on this VM\"). "
+            "the host (docs/benchmarks.md, \"Method\"). "
             "The pacing loop waits in poll() (up to 1 ms) between rounds; before 26 Nov 2026 it spun (poll(0.0002) is poll(0)) and took a core. \"Queue-full waits\": produce() found librdkafka's queue full (the rate was not sustained).", ""]
 
     idle, after = results["idle_mem"], results["after_mem"]

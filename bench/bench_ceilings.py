@@ -182,7 +182,7 @@ def paced_produce(producer, topic: str, value: bytes, *, rate: float, start: flo
 
     librdkafka takes the timeout in whole milliseconds: a poll(0.0002), which this loop used until
     26 Nov 2026, is poll(0) and the loop spun — a whole core of a 2-core machine at half load,
-    taken from the broker under test (docs/benchmarks.md, "What makes the p99 at half load")."""
+    taken from the broker under test (docs/benchmarks.md, "A broker")."""
     clock = time.perf_counter
     produce, poll = producer.produce, producer.poll
     sent = queue_full = 0

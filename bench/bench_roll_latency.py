@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     # Off by default: freeing the dd's GBs right before a case makes this VM report them to the
     # host ~2 s later (free page reporting), in the middle of the measured window, where the
     # broker's new page-cache pages then fault back in: 100-250 ms stalls and host steal that a
-    # steadily running broker never sees (docs/benchmarks.md, "The prefault made the tail").
+    # steadily running broker never sees (docs/benchmarks.md, "Method").
     parser.add_argument("--prefault", action="store_true",
                         help="an untimed dd write before each broker case (common.prefault)")
     parser.add_argument("--json", default=None)
