@@ -192,6 +192,13 @@ class ShareWorkload:
             return sum(1 for c in self.commits if c.error is None)
 
 
+def failed_while_up(workload: ShareWorkload, windows: list[tuple[float, float]]) -> list[Commit]:
+    """The commits that failed although they were made while every broker was up (within one of
+    `windows`, (from, to) in time.monotonic())."""
+    return [c for c in workload.commits if c.error is not None
+            and any(start <= c.started and c.finished <= end for start, end in windows)]
+
+
 def check_journal(workload: ShareWorkload, *, delivery_count_limit: int,
                   lost_counts: dict[int, int] | None = None) -> None:
     """Nothing lost, no committed ACCEPT or REJECT delivered again, the delivery-count limit held:

@@ -14,7 +14,7 @@ from confluent_kafka import ElectionType, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from cluster_helpers import topic_metadata, wait_for
-from share_workload import ShareWorkload, check_journal
+from share_workload import ShareWorkload, check_journal, failed_while_up
 from test_cluster_share_groups import SHARE_CLUSTER, set_group_configs, topic_id
 
 from logbroker.coordinator.share_state_log import SHARE_STATE_TOPIC, SharePartitionKey, partition_for
@@ -22,12 +22,6 @@ from logbroker.coordinator.share_state_log import SHARE_STATE_TOPIC, SharePartit
 LIMIT = 4
 FAILOVER_CLUSTER = {**SHARE_CLUSTER, "auto.leader.rebalance.enable": "false",
                     "group.share.record.lock.duration.ms": "5000", "group.share.delivery.count.limit": str(LIMIT)}
-
-
-def failed_while_up(workload: ShareWorkload, up: list[tuple[float, float]]):
-    """The commits that failed although they were made while every broker was up."""
-    return [c for c in workload.commits if c.error is not None
-            and any(start <= c.started and c.finished <= end for start, end in up)]
 
 
 @pytest.mark.logbroker_cluster(**FAILOVER_CLUSTER)
