@@ -542,6 +542,20 @@ class KafkaServer:
             if acceptor.paused and not self.quotas.accept_blocked(acceptor.security.listener_name):
                 acceptor.resume()
 
+    def set_listener_security(self, listener_name: str, security: ListenerSecurity) -> None:
+        """New connections to `listener_name` use `security` (a dynamic config change: a renewed
+        certificate, new JAAS users); connections already open keep theirs."""
+        for acceptor in self._acceptors:
+            if acceptor.security.listener_name == listener_name:
+                acceptor.security = security
+
+    def set_quota_limits(self, quotas: ConnectionQuotas) -> None:
+        """Take the limits of `quotas` (a dynamic config change) and accept again where they allow."""
+        self.quotas.adopt_limits(quotas)
+        for acceptor in self._acceptors:
+            if acceptor.paused and not self.quotas.accept_blocked(acceptor.security.listener_name):
+                acceptor.resume()
+
     def close_idle_connections(self) -> int:
         """Close connections silent for connections.max.idle.ms; returns how many."""
         now = self.clock_ms()

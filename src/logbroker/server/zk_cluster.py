@@ -63,6 +63,7 @@ class ZooKeeperCluster:
         self._topic_watches: dict[str, Watch] = {}
         self._config_changes = ConfigChangeListener(zk, {
             "topics": self._on_topic_config_change,
+            "brokers": self._on_broker_config_change,
             "users": lambda name: self._on_quota_config_change(f"users/{name}"),
             "clients": lambda name: self._on_quota_config_change(f"clients/{name}"),
         }, clock=broker.clock)
@@ -221,6 +222,13 @@ class ZooKeeperCluster:
 
     def _on_topic_config_change(self, name: str) -> None:
         self._on_loop(apply_topic_configs, self.broker, name, self.zk.topic_configs(name))
+
+    def _on_broker_config_change(self, entity: str) -> None:
+        """The cluster default's or this broker's dynamic configs changed: re-read and apply them."""
+        from logbroker.server.broker_configs import apply_stored
+        from logbroker.server.dynamic_config import DEFAULT_ENTITY
+        if entity in (DEFAULT_ENTITY, str(self.broker_id)):
+            self._on_loop(apply_stored, self.broker, entity, self.zk.broker_configs(entity))
 
     def _on_quota_config_change(self, path: str) -> None:
         """A user's, client's or user/client's config changed: re-read it (client quotas)."""

@@ -426,6 +426,11 @@ class LogManager:
             lg.delete()
         return len(due)
 
+    def update_default_config(self, config: LogConfig) -> None:
+        """The config of topics this manager has no config of their own for (new broker defaults)."""
+        with self._lock:
+            self._default_config = config
+
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Give every log of `topic` (and its future partitions) a new effective config."""
         with self._lock:
