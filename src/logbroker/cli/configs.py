@@ -369,7 +369,7 @@ class ConfigCommand:
         if int(result.error_code):
             self._failed(int(result.error_code), result.error_message)
         return sorted((_Entry(c.name, c.value, int(c.config_source), c.is_sensitive,
-                              {y.name: _Entry(y.name, y.value, int(y.source), False, {}) for y in c.synonyms})
+                              {(y.source, y.name): _Entry(y.name, y.value, int(y.source), False, {}) for y in c.synonyms})
                        for c in result.configs), key=lambda e: e.name)
 
     def _alter_default_broker_config(self, added: dict[str, str], deleted: list[str]) -> None:
