@@ -186,11 +186,7 @@ class LocalMetadataStore:
 
     def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
         """Replace a group's config overrides (none left: the entry goes)."""
-        if configs:
-            self._group_configs[group_id] = dict(configs)
-        else:
-            self._group_configs.pop(group_id, None)
-        self._save()
+        self._replace_configs(self._group_configs, group_id, configs)
 
     # -- dynamic broker configs ("<default>" or a broker id, as under /config/brokers) ------------
     def broker_configs(self, entity: str) -> dict[str, str]:
@@ -198,10 +194,13 @@ class LocalMetadataStore:
 
     def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
         """Replace a broker's (or the default's) dynamic configs (none left: the entry goes)."""
+        self._replace_configs(self._broker_configs, entity, configs)
+
+    def _replace_configs(self, by_name: dict[str, dict[str, str]], name: str, configs: dict[str, str]) -> None:
         if configs:
-            self._broker_configs[entity] = dict(configs)
+            by_name[name] = dict(configs)
         else:
-            self._broker_configs.pop(entity, None)
+            by_name.pop(name, None)
         self._save()
 
     # -- persistence --------------------------------------------------------------------------

@@ -45,11 +45,7 @@ class ZkConfigs(ZkSession):
     def group_configs(self, group_id: str) -> dict[str, str]:
         """A group's config overrides (`/config/groups/<group>`, where a ZooKeeper-era Kafka
         would keep them beside topics and users; {} if it has none)."""
-        with self._errors():
-            try:
-                return zk.decode_config(self._client.get(zk.config_path("groups", group_id))[0])
-            except NoNodeError:
-                return {}
+        return self._config("groups", group_id)
 
     def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
         with self._errors():
@@ -61,11 +57,7 @@ class ZkConfigs(ZkSession):
 
     def broker_configs(self, entity: str) -> dict[str, str]:
         """A broker's dynamic configs, or the cluster default's (`entity` "<default>"); {} if none."""
-        with self._errors():
-            try:
-                return zk.decode_config(self._client.get(zk.config_path("brokers", entity))[0])
-            except NoNodeError:
-                return {}
+        return self._config("brokers", entity)
 
     def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
         """Replace a broker's (or the default's) dynamic configs with their change notice
@@ -76,9 +68,13 @@ class ZkConfigs(ZkSession):
 
     def topic_configs(self, name: str) -> dict[str, str]:
         """A topic's config overrides (`/config/topics/<topic>`; {} if it has none)."""
+        return self._config("topics", name)
+
+    def _config(self, entity_type: str, name: str) -> dict[str, str]:
+        """The config of `/config/<entity_type>/<name>`; {} when the znode is absent."""
         with self._errors():
             try:
-                return zk.decode_config(self._client.get(zk.config_path("topics", name))[0])
+                return zk.decode_config(self._client.get(zk.config_path(entity_type, name))[0])
             except NoNodeError:
                 return {}
 
