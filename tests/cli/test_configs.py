@@ -83,9 +83,11 @@ def test_broker_configs_altered_per_broker_and_as_the_cluster_default(broker):
         "Completed updating default config for brokers in the cluster."]
     assert ok(broker, "--describe", "--entity-type", "brokers") == [
         "Dynamic configs for broker 0 are:",
-        "  log.cleaner.backoff.ms=2000 sensitive=false synonyms={DEFAULT_CONFIG:log.cleaner.backoff.ms=15000}",
+        "  log.cleaner.backoff.ms=2000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.backoff.ms=2000, "
+        "DEFAULT_CONFIG:log.cleaner.backoff.ms=15000}",
         "  max.connections.per.ip.overrides=127.0.0.2:5 sensitive=false "
-        "synonyms={DEFAULT_CONFIG:max.connections.per.ip.overrides=}",
+        "synonyms={DYNAMIC_BROKER_CONFIG:max.connections.per.ip.overrides=127.0.0.2:5, "
+        "DEFAULT_CONFIG:max.connections.per.ip.overrides=}",
         "Default configs for brokers in the cluster are:",
         "  log.segment.bytes=2000000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=2000000, "
         "DEFAULT_CONFIG:log.segment.bytes=1073741824}"]
