@@ -16,7 +16,7 @@ import sys
 import uuid
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka import TopicPartition as TP
 from confluent_kafka.admin import (
     AdminClient,

@@ -23,10 +23,11 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from logbroker.errors import InvalidRequestError
+from logbroker.errors import InvalidConfigError, InvalidRequestError
 from logbroker.server.config import KafkaConfig
 from logbroker.server.config_defs import PASSWORD_SUFFIXES, ConfigError
 from logbroker.server.connection_quotas import ConnectionQuotas
+from logbroker.storage.log_config import LogConfig
 from logbroker.server.dynamic_config import (
     DEFAULT_ENTITY,
     RELOADABLE_FILE_CONFIGS,
@@ -45,7 +46,8 @@ class Reconfiguration:
     config: KafkaConfig
     securities: dict = field(default_factory=dict)  # listener name → its new ListenerSecurity
     quotas: ConnectionQuotas | None = None
-    log_defaults_changed: bool = False
+    log_default: LogConfig | None = None  # new broker defaults of topic configs, if they changed
+    topic_configs: dict = field(default_factory=dict)  # topic name → its LogConfig over them
 
 
 def is_per_broker(broker, resource_name: str) -> bool:
@@ -117,7 +119,14 @@ def prepare(broker, config: KafkaConfig, *, reload: set[str]) -> Reconfiguration
     plan = Reconfiguration(config)
     if old.log_cleaner_threads != config.log_cleaner_threads:
         _check_cleaner_threads(old.log_cleaner_threads, config.log_cleaner_threads)
-    plan.log_defaults_changed = old.default_log_config() != config.default_log_config()
+    log_default = config.default_log_config()
+    if log_default != broker.default_log_config:
+        plan.log_default = log_default
+        for name, info in broker.store.topics().items():
+            try:
+                plan.topic_configs[name] = log_default.with_overrides(info.configs)
+            except InvalidConfigError as exc:
+                raise ConfigError(f"the configs of topic {name} would not hold: {exc}") from None
     if any(old.get(k) != config.get(k) for k in SOCKET_CONFIGS) or _prefixed(old, "") != _prefixed(config, ""):
         plan.quotas = ConnectionQuotas.from_config(config)
     for name, _host, _port in config.listeners:
@@ -129,11 +138,9 @@ def prepare(broker, config: KafkaConfig, *, reload: set[str]) -> Reconfiguration
 def apply(broker, plan: Reconfiguration) -> None:
     """Switch the broker to `plan.config`. Nothing here can fail on a config value."""
     broker.config = plan.config
-    if plan.log_defaults_changed:
-        broker.default_log_config = plan.config.default_log_config()
-        broker.log_manager.update_default_config(broker.default_log_config)
-        for name, info in broker.store.topics().items():
-            broker.log_manager.update_topic_config(name, broker.topic_log_config(info))
+    if plan.log_default is not None:
+        broker.default_log_config = plan.log_default
+        broker.log_manager.update_default_config(plan.log_default, plan.topic_configs)
     if plan.quotas is not None and broker.server is not None:
         broker.server.set_quota_limits(plan.quotas)
     for name, security in plan.securities.items():

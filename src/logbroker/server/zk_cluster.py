@@ -55,7 +55,6 @@ class ZooKeeperCluster:
         self.broker_id = broker.broker_id
         self.zk = zk
         self.cache = cache
-        self.unclean_leader_election = broker.config.unclean_leader_election_enable
         self.loop: asyncio.AbstractEventLoop | None = None
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="zk-cluster")
         self._watches: list[Watch] = []
@@ -298,7 +297,7 @@ class ZooKeeperCluster:
             return
         candidates = ([r for r in replicas if r in old.isr and r in in_sync]
                       or [r for r in replicas if r in restarted])
-        if not candidates and self.unclean_leader_election:
+        if not candidates and self.broker.config.unclean_leader_election_enable:  # dynamic: read each time
             candidates = [r for r in replicas if r in live]
             if candidates:
                 log.warning("Unclean leader election for %s: broker %d was not in the ISR %s",

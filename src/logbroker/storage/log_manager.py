@@ -426,10 +426,15 @@ class LogManager:
             lg.delete()
         return len(due)
 
-    def update_default_config(self, config: LogConfig) -> None:
-        """The config of topics this manager has no config of their own for (new broker defaults)."""
+    def update_default_config(self, default: LogConfig, topic_configs: dict[str, LogConfig]) -> None:
+        """New broker defaults (a dynamic broker config change): `default` for topics not in
+        `topic_configs`, and every log the effective config of its topic, in one pass."""
         with self._lock:
-            self._default_config = config
+            self._default_config = default
+            self._topic_configs.update(topic_configs)
+            logs = list(self._logs.items())
+        for tp, lg in logs:
+            lg.update_config(topic_configs.get(tp.topic, default))
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Give every log of `topic` (and its future partitions) a new effective config."""
