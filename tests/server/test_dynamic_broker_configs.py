@@ -283,3 +283,47 @@ def alter_raw_when_served(bootstrap: str, configs: dict[str, str]):
         except (AssertionError, OSError):
             return None
     return wait_for(attempt, what="the alter request served")
+
+
+def test_incremental_append_and_subtract_start_from_the_effective_value(broker):
+    def change(op, value):
+        return alter_incremental(broker.bootstrap, "0", [("log.cleanup.policy", op, value)])
+
+    assert change(2, "compact") == (0, None)  # APPEND to the default "delete"
+    assert describe_raw(broker.bootstrap, "0", ["log.cleanup.policy"])["log.cleanup.policy"][:2] == (
+        "delete,compact", DYNAMIC_BROKER)
+    assert change(3, "delete") == (0, None)  # SUBTRACT
+    assert describe_raw(broker.bootstrap, "0", ["log.cleanup.policy"])["log.cleanup.policy"][:2] == (
+        "compact", DYNAMIC_BROKER)
+    assert alter_incremental(broker.bootstrap, "0", [("message.max.bytes", 2, "5")]) == (
+        INVALID_REQUEST, "Config value append is not allowed for config key: message.max.bytes")
+    assert alter_incremental(broker.bootstrap, "0", [("log.cleanup.policy", 2, "bogus")]) == (
+        INVALID_REQUEST, "Invalid value 'compact,bogus' for configuration log.cleanup.policy: "
+                         "must be one of delete, compact")
+
+
+def alter_incremental(bootstrap: str, resource: str, ops: list[tuple[str, int, str | None]]):
+    """IncrementalAlterConfigs v1 for one BROKER resource: (error code, message)."""
+    response = request(bootstrap, 44, 1, validate_only=False, resources=[{
+        "resource_type": 4, "resource_name": resource,
+        "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops]}])
+    result = response.responses[0]
+    return int(result.error_code), result.error_message
+
+
+def test_stored_configs_that_cannot_be_dynamic_are_dropped_at_startup(broker):
+    broker.stop()
+    path = broker.data_dir / "logbroker-metadata.json"
+    data = json.loads(path.read_text())
+    data["brokers"] = {"0": {"message.max.bytes": "3000", "broker.id": "5"}, "<default>": {"log.segment.bytes": "x"}}
+    path.write_text(json.dumps(data))
+
+    broker.start()
+
+    log = broker.new_log_text()
+    assert "Dynamic broker config broker.id will be ignored: Cannot update these configs dynamically: Set(broker.id)" in log
+    assert "Dynamic default cluster config log.segment.bytes will be ignored: Invalid value 'x'" in log
+    current = describe_raw(broker.bootstrap, "0", ["message.max.bytes", "broker.id", "log.segment.bytes"])
+    assert current["message.max.bytes"][:2] == ("3000", DYNAMIC_BROKER)
+    assert current["broker.id"][0] == "0"
+    assert current["log.segment.bytes"][:2] == ("1073741824", DEFAULT)
