@@ -37,13 +37,14 @@ def described(broker, resource: str, key: str):
 
 
 def delivery_errors(bootstrap: str, topic: str, partitions: int, size: int) -> list:
+    """The delivery error code (None: written) of one record of `size` bytes to each partition."""
     producer = Producer({"bootstrap.servers": bootstrap, "message.max.bytes": 10_000_000})
-    errors = []
+    errors = {}
     for partition in range(partitions):
         producer.produce(topic, b"x" * size, partition=partition,
-                         on_delivery=lambda err, _msg: errors.append(err and err.code()))
+                         on_delivery=lambda err, msg: errors.__setitem__(msg.partition(), err and err.code()))
     producer.flush(TIMEOUT_S)
-    return errors
+    return [errors.get(p, "undelivered") for p in range(partitions)]
 
 
 def test_the_cluster_default_reaches_every_broker_and_a_per_broker_value_stays_with_its_broker(

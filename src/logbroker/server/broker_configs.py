@@ -66,26 +66,27 @@ async def alter(broker, resource_name: str, change: Callable[[dict[str, str]], d
     request gave (a keystore location among them is reloaded even when unchanged)."""
     per_broker = is_per_broker(broker, resource_name)
     dynamic = broker.dynamic_config
-    configs = change(dict(dynamic.broker_configs if per_broker else dynamic.default_configs))
-    validate_change(configs, per_broker=per_broker)
-    config = dynamic.candidate(per_broker=per_broker, configs=configs)
-    reload = {key.listener for key in map(ListenerKey.parse, named)
-              if key is not None and key.base in RELOADABLE_FILE_CONFIGS}
-    try:
-        plan = prepare(broker, config, reload=reload)
-    except ConfigError as exc:
-        raise InvalidRequestError(f"Invalid dynamic configuration: {exc}") from None
-    if validate_only:
-        return
-    entity = str(broker.broker_id) if per_broker else DEFAULT_ENTITY
-    if broker.zk is not None:
-        await asyncio.get_running_loop().run_in_executor(None, broker.zk.set_broker_configs, entity, configs)
-    else:
-        broker.store.set_broker_configs(entity, configs)
-    dynamic.replace(per_broker=per_broker, configs=configs, config=config)
-    apply(broker, plan)
-    log.info("Updated %s dynamic configs: %s", f"broker {broker.broker_id}" if per_broker else "cluster default",
-             ",".join(f"{k}={_shown(k, v)}" for k, v in sorted(configs.items())) or "(none)")
+    async with dynamic.alter_lock:  # one change at a time: each starts from the last
+        configs = change(dict(dynamic.broker_configs if per_broker else dynamic.default_configs))
+        validate_change(configs, per_broker=per_broker)
+        config = dynamic.candidate(per_broker=per_broker, configs=configs)
+        reload = {key.listener for key in map(ListenerKey.parse, named)
+                  if key is not None and key.base in RELOADABLE_FILE_CONFIGS}
+        try:
+            plan = prepare(broker, config, reload=reload)
+        except ConfigError as exc:
+            raise InvalidRequestError(f"Invalid dynamic configuration: {exc}") from None
+        if validate_only:
+            return
+        entity = str(broker.broker_id) if per_broker else DEFAULT_ENTITY
+        if broker.zk is not None:
+            await asyncio.get_running_loop().run_in_executor(None, broker.zk.set_broker_configs, entity, configs)
+        else:
+            broker.store.set_broker_configs(entity, configs)
+        dynamic.replace(per_broker=per_broker, configs=configs, config=config)
+        apply(broker, plan)
+        log.info("Updated %s dynamic configs: %s", f"broker {broker.broker_id}" if per_broker else "cluster default",
+                 ",".join(f"{k}={_shown(k, v)}" for k, v in sorted(configs.items())) or "(none)")
 
 
 def apply_stored(broker, entity: str, configs: dict[str, str]) -> None:

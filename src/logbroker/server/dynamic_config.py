@@ -28,6 +28,7 @@ Every refusal is INVALID_REQUEST, as Kafka 4's brokers answer; nothing changes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -157,6 +158,7 @@ class DynamicBrokerConfig:
         self.default_configs: dict[str, str] = {}
         self.broker_configs: dict[str, str] = {}
         self.current = static
+        self.alter_lock = asyncio.Lock()  # held by a request from its read of a layer to its apply
 
     def candidate(self, *, per_broker: bool, configs: Mapping[str, str]) -> KafkaConfig:
         """The effective config if one layer became `configs` (already through validate_change).
