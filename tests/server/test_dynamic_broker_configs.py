@@ -327,3 +327,23 @@ def test_stored_configs_that_cannot_be_dynamic_are_dropped_at_startup(broker):
     assert current["message.max.bytes"][:2] == ("3000", DYNAMIC_BROKER)
     assert current["broker.id"][0] == "0"
     assert current["log.segment.bytes"][:2] == ("1073741824", DEFAULT)
+
+
+def test_a_lowered_producer_id_expiration_forgets_idle_producers(broker):
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
+    producer.produce(topic, b"v")
+    assert producer.flush(TIMEOUT_S) == 0
+
+    def active_producers() -> list[int]:
+        response = request(broker.bootstrap, 61, 0, topics=[{"name": topic, "partition_indexes": [0]}])
+        partition = response.topics[0].partitions[0]
+        assert int(partition.error_code) == 0
+        return [int(p.producer_id) for p in partition.active_producers]
+
+    assert len(active_producers()) == 1
+    set_broker_config(broker.bootstrap, "producer.id.expiration.ms", "1")
+
+    wait_for(lambda: active_producers() == [], what="the idle producer forgotten")
+    assert describe_raw(broker.bootstrap, "0", ["producer.id.expiration.ms"])["producer.id.expiration.ms"][:2] == (
+        "1", DYNAMIC_BROKER)

@@ -156,7 +156,8 @@ class Broker:
         await self._load_dynamic_configs()
         self.log_manager = LogManager(self.log_dirs, default_config=self.default_log_config,
                                       clock=self.clock, broker_id=self.broker_id,
-                                      cluster_id=self.store.cluster_id)
+                                      cluster_id=self.store.cluster_id,
+                                      producer_id_expiration_ms=self.config.producer_id_expiration_ms)
         self.log_manager.startup({name: self.topic_log_config(info) for name, info in topics.items()})
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)

@@ -11,7 +11,8 @@ from the notice, server/zk_cluster.py) — and applied here. A refusal leaves ev
 
 Applying: the broker's config becomes the new one (what request handlers read: message sizes,
 transaction verification); the broker default LogConfig and every log without its own override
-get the new topic defaults; connection limits change for the next accept; a listener whose
+get the new topic defaults, and every log's producer state the new producer.id.expiration.ms;
+connection limits change for the next accept; a listener whose
 security changed gets a new TLS context / SASL settings for new connections (open ones keep
 theirs, as in Kafka).
 """
@@ -142,6 +143,8 @@ def apply(broker, plan: Reconfiguration) -> None:
     if plan.log_default is not None:
         broker.default_log_config = plan.log_default
         broker.log_manager.update_default_config(plan.log_default, plan.topic_configs)
+    if broker.log_manager is not None:
+        broker.log_manager.set_producer_id_expiration_ms(plan.config.producer_id_expiration_ms)
     if plan.quotas is not None and broker.server is not None:
         broker.server.set_quota_limits(plan.quotas)
     for name, security in plan.securities.items():

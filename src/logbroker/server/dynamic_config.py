@@ -14,7 +14,7 @@ Which keys may change (Kafka's reconfigurable sets, kept to those logbroker acts
 - the log cleaner's keys (LogCleaner.RECONFIGURABLE_CONFIGS; its threads at least half and at
   most double the current count, as Kafka checks);
 - connection limits (`max.connections`, `max.connections.per.ip`, `…per.ip.overrides`);
-- `transaction.partition.verification.enable`;
+- `producer.id.expiration.ms` and `transaction.partition.verification.enable`;
 - per listener only, and per broker only: its TLS keystore and truststore
   (`listener.name.<l>.ssl.keystore.location`, …; a request naming a location reloads the file
   even when the path is unchanged, so a renewed certificate is picked up by new connections), its
@@ -52,8 +52,9 @@ CLEANER_CONFIGS = frozenset({
     "log.cleaner.io.buffer.size", "message.max.bytes", "log.cleaner.io.max.bytes.per.second",
     "log.cleaner.backoff.ms"})
 SOCKET_CONFIGS = frozenset({"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"})
-CLUSTER_WIDE_CONFIGS = LOG_CONFIGS | CLEANER_CONFIGS | SOCKET_CONFIGS | {
-    "transaction.partition.verification.enable"}
+# DynamicProducerStateManagerConfig.
+PRODUCER_STATE_CONFIGS = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
+CLUSTER_WIDE_CONFIGS = LOG_CONFIGS | CLEANER_CONFIGS | SOCKET_CONFIGS | PRODUCER_STATE_CONFIGS
 
 # Kafka's SslConfigs.RECONFIGURABLE_CONFIGS that a PEM listener uses: per listener, per broker.
 LISTENER_SECURITY_CONFIGS = frozenset({
