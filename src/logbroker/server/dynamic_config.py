@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from logbroker.errors import InvalidRequestError
 from logbroker.server.config import BROKER_CONFIGS, LOG_CONFIG_SYNONYMS, ConfigSource, KafkaConfig
 from logbroker.server.config_defs import ConfigError, is_kafka_only, parse_value
-from logbroker.storage.log_config import REMOVED_IN_KAFKA_4, TOPIC_CONFIGS
+from logbroker.topic_configs import REMOVED_IN_KAFKA_4, TOPIC_CONFIGS
 
 log = logging.getLogger("kafka.server.DynamicBrokerConfig")
 

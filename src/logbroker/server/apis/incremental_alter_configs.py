@@ -27,7 +27,7 @@ from logbroker.server.config import BROKER_CONFIGS
 from logbroker.server.dynamic_config import ListenerKey
 from logbroker.server.apis.alter_configs import alter_resources, existing_topic, store_topic_configs
 from logbroker.server.authorization import require_config_access
-from logbroker.storage.log_config import TOPIC_CONFIGS, format_value
+from logbroker.topic_configs import TOPIC_CONFIGS, format_value
 
 API_KEY = 44
 
