@@ -125,6 +125,9 @@ def prepare(broker, config: KafkaConfig, *, reload: set[str]) -> Reconfiguration
     if log_default != broker.default_log_config:
         plan.log_default = log_default
         for name, info in broker.store.topics().items():
+            if not info.configs:  # most topics: the defaults themselves
+                plan.topic_configs[name] = log_default
+                continue
             try:
                 plan.topic_configs[name] = log_default.with_overrides(info.configs)
             except InvalidConfigError as exc:
