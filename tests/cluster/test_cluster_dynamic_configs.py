@@ -50,35 +50,37 @@ def delivery_errors(bootstrap: str, topic: str, partitions: int, size: int) -> l
 def test_the_cluster_default_reaches_every_broker_and_a_per_broker_value_stays_with_its_broker(
         tmp_path, zk_connect, zk_client):
     b1, b2 = start_cluster(tmp_path, zk_connect, count=2)
-    topic = f"t-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": b1.bootstrap})
-    admin.create_topics([NewTopic(topic, 2, replica_assignment=[[1], [2]])])[topic].result(TIMEOUT_S)
-    wait_for(lambda: fully_led(b1.bootstrap, topic, 2, 1), what="topic led")
-    assert delivery_errors(b1.bootstrap, topic, 2, 3000) == [None, None]
+    try:
+        topic = f"t-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": b1.bootstrap})
+        admin.create_topics([NewTopic(topic, 2, replica_assignment=[[1], [2]])])[topic].result(TIMEOUT_S)
+        wait_for(lambda: fully_led(b1.bootstrap, topic, 2, 1), what="topic led")
+        assert delivery_errors(b1.bootstrap, topic, 2, 3000) == [None, None]
 
-    assert alter(b1, "", {"message.max.bytes": "2000"}) == (0, None)
+        assert alter(b1, "", {"message.max.bytes": "2000"}) == (0, None)
 
-    assert json.loads(zk_client.get("/config/brokers/<default>")[0]) == {
-        "version": 1, "config": {"message.max.bytes": "2000"}}
-    notices = [json.loads(zk_client.get(f"/config/changes/{n}")[0]) for n in zk_client.get_children("/config/changes")]
-    assert {"version": 2, "entity_path": "brokers/<default>"} in notices
-    wait_for(lambda: described(b2, "", "message.max.bytes") == ("2000", 3), what="the default on broker 2")
-    assert described(b2, "2", "message.max.bytes") == ("2000", 3)
-    too_large = KafkaError.MSG_SIZE_TOO_LARGE
-    assert delivery_errors(b1.bootstrap, topic, 2, 3000) == [too_large, too_large]  # both leaders refuse
+        assert json.loads(zk_client.get("/config/brokers/<default>")[0]) == {
+            "version": 1, "config": {"message.max.bytes": "2000"}}
+        notices = [json.loads(zk_client.get(f"/config/changes/{n}")[0]) for n in zk_client.get_children("/config/changes")]
+        assert {"version": 2, "entity_path": "brokers/<default>"} in notices
+        wait_for(lambda: described(b2, "", "message.max.bytes") == ("2000", 3), what="the default on broker 2")
+        assert described(b2, "2", "message.max.bytes") == ("2000", 3)
+        too_large = KafkaError.MSG_SIZE_TOO_LARGE
+        assert delivery_errors(b1.bootstrap, topic, 2, 3000) == [too_large, too_large]  # both leaders refuse
 
-    assert alter(b2, "2", {"message.max.bytes": "5000"}) == (0, None)
-    assert json.loads(zk_client.get("/config/brokers/2")[0]) == {"version": 1, "config": {"message.max.bytes": "5000"}}
-    assert described(b2, "2", "message.max.bytes") == ("5000", 2)
-    assert described(b1, "1", "message.max.bytes") == ("2000", 3)
-    errors = delivery_errors(b1.bootstrap, topic, 2, 3000)
-    assert errors == [too_large, None]  # partition 0 on broker 1, partition 1 on broker 2
+        assert alter(b2, "2", {"message.max.bytes": "5000"}) == (0, None)
+        assert json.loads(zk_client.get("/config/brokers/2")[0]) == {"version": 1, "config": {"message.max.bytes": "5000"}}
+        assert described(b2, "2", "message.max.bytes") == ("5000", 2)
+        assert described(b1, "1", "message.max.bytes") == ("2000", 3)
+        errors = delivery_errors(b1.bootstrap, topic, 2, 3000)
+        assert errors == [too_large, None]  # partition 0 on broker 1, partition 1 on broker 2
 
-    b2.stop()
-    b2.start()
-    assert described(b2, "2", "message.max.bytes") == ("5000", 2)
-    assert described(b2, "", "message.max.bytes") == ("2000", 3)
-    # Broker 1 refuses a per-broker change of broker 2, as Kafka does (clients send it to broker 2).
-    assert alter(b1, "2", {"message.max.bytes": "6000"})[0] == 42
-    for broker in (b1, b2):
-        broker.stop()
+        b2.stop()
+        b2.start()
+        assert described(b2, "2", "message.max.bytes") == ("5000", 2)
+        assert described(b2, "", "message.max.bytes") == ("2000", 3)
+        # Broker 1 refuses a per-broker change of broker 2, as Kafka does (clients send it to broker 2).
+        assert alter(b1, "2", {"message.max.bytes": "6000"})[0] == 42
+    finally:
+        for broker in (b1, b2):
+            broker.kill()
