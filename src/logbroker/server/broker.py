@@ -204,11 +204,17 @@ class Broker:
             from logbroker.server.metrics import start_metrics
             self.metrics = await start_metrics(self)
         securities = [self._listener_security(name) for name, _, _ in self.config.listeners]
+        # In a cluster the listeners are bound first (the registration carries their ports) but
+        # accept nothing until this broker has registered and read the cluster's metadata: its
+        # cache is empty before that, and a client must never hear that an existing topic is
+        # unknown because a broker restarted (Kafka's brokers start serving once they have
+        # caught up with the metadata). Connections made meanwhile wait in the listen backlog.
         for (name, host, port), security in zip(self.config.listeners, securities):
-            bound = await self.server.listen(host, port, security)
+            bound = await self.server.listen(host, port, security, accepting=self.zk is None)
             self.listeners.append(Listener(name, host or "0.0.0.0", bound))
         if self.zk is not None:
             await self._join_cluster()
+            self.server.start_accepting()
         self._start_periodic_tasks()
 
     # -- KIP-932 share groups, started on first use (server/share_groups.py says why) ----------
