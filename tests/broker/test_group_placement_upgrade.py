@@ -4,7 +4,9 @@ does (`Utils.abs(hashCode)`): on load, each group found in a partition that does
 copied to the one that does, and tombstoned where it was.
 
 The old data dir is made as an earlier version left it: offset commit records (Kafka's record
-schema) appended offline to the partition the old formula gives, in the broker's own log format.
+schema) appended offline to the partition the old formula gives, in the broker's own log format;
+one group is in both places, as a move cut short by a crash leaves it, with newer offsets in its
+owner, which win.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def old_partition(group_id: str) -> int:
 # Negative hashes that the two formulas place apart (with 10 partitions), and one placed alike.
 MOVED = ["my-group", "orders-consumer", "spark-kafka-source-3f2c", "\U0001F600-group"]
 STAYS = "group-1"
+IN_BOTH = MOVED[-1]
 
 
 def committed(bootstrap: str, group_id: str) -> list[int]:
@@ -58,10 +61,11 @@ def expected(index: int) -> list[int]:
     return [100 * index + p + 1 for p in range(3)]
 
 
-def write_with_the_old_placement(data_dir, group_id: str, offsets: list[int], *, with_group_record: bool) -> None:
-    """Append `group_id`'s offset commits (and an Empty consumer group's record) to the partition
-    the old formula gives, as the broker would have: one batch, at the partition's leader epoch."""
-    log = Log.open(data_dir / f"__consumer_offsets-{old_partition(group_id)}", LogConfig.defaults(), clock=SystemClock(),
+def write_offsets(data_dir, partition: int, group_id: str, offsets: list[int], *, with_group_record: bool) -> None:
+    """Append `group_id`'s offset commits (and an Empty consumer group's record) to
+    `__consumer_offsets-<partition>` as the broker would have: one batch, at the partition's
+    leader epoch."""
+    log = Log.open(data_dir / f"__consumer_offsets-{partition}", LogConfig.defaults(), clock=SystemClock(),
                    had_clean_shutdown=True)
     try:
         now_ms = SystemClock().time_ms()
@@ -99,14 +103,23 @@ def test_groups_written_with_the_old_placement_keep_their_offsets(tmp_path):
         consumer.close()
     assert not broker.running
     for index, group_id in enumerate(MOVED, start=1):
-        write_with_the_old_placement(broker.data_dir, group_id, expected(index), with_group_record=index % 2 == 1)
+        write_offsets(broker.data_dir, old_partition(group_id), group_id, [o - 50 for o in expected(index)]
+                      if group_id == IN_BOTH else expected(index), with_group_record=index % 2 == 1)
+    # A move cut short by a crash: the group is in both places, and the owner's offsets are newer.
+    write_offsets(broker.data_dir, partition_for(IN_BOTH, PARTITIONS), IN_BOTH,
+                  expected(MOVED.index(IN_BOTH) + 1), with_group_record=False)
 
     broker.start()
     try:
         assert committed(broker.bootstrap, STAYS) == expected(0)
         for index, group_id in enumerate(MOVED, start=1):
             assert committed(broker.bootstrap, group_id) == expected(index), group_id
-        assert "Moved 1 group(s) (4 record(s))" in broker.new_log_text()  # the ones with a group record
+        moves = [line for line in broker.new_log_text().splitlines() if "Moved" in line]
+        assert len(moves) == 4, moves
+        # the two with a group record, the one without, and the one already in its owner
+        assert sorted(line.split("Moved ")[1].split(" from")[0] for line in moves) == [
+            "0 group(s) (0 record(s))", "1 group(s) (3 record(s))", "1 group(s) (4 record(s))",
+            "1 group(s) (4 record(s))"]
     finally:
         broker.stop()
 

@@ -230,12 +230,12 @@ def load_groups(log_: Log, end_offset: int, partition_index: int, num_partitions
     records of groups placed elsewhere (`LoadedGroups`). Blocks on disk; touches no coordinator
     state, so it may run in a worker thread."""
     strays: dict[bytes, bytes] = {}
-    records = _placed_here(replay_transactional(log_, end_offset), partition_index, num_partitions, strays)
+    records = placed_here(replay_transactional(log_, end_offset), partition_index, num_partitions, strays)
     groups = replay_groups(records, partition_index, now_ms, record_types)
     return LoadedGroups(groups, strays)
 
 
-def _placed_here(records: Iterable[tuple[bytes | None, bytes | None, int, bool | None]], partition_index: int,
+def placed_here(records: Iterable[tuple[bytes | None, bytes | None, int, bool | None]], partition_index: int,
                  num_partitions: int, strays: dict[bytes, bytes]
                  ) -> Iterator[tuple[bytes | None, bytes | None, int, bool | None]]:
     """`records` (replay_transactional's) without those of groups placed in another partition,
