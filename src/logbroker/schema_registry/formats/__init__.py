@@ -1,0 +1,46 @@
+"""Schema formats of the registry: Avro, Protobuf and JSON Schema, each parsed into a
+ParsedSchema with Confluent's canonical string, and their compatibility rules.
+
+`parse_schema` is the one entry: it picks the format by Confluent's schema type name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from logbroker.schema_registry.formats.avro_schema import AvroSchema
+from logbroker.schema_registry.formats.compatibility import (
+    COMPATIBILITY_LEVELS,
+    check_compatibility,
+)
+from logbroker.schema_registry.formats.model import (
+    InvalidSchemaError,
+    ParsedSchema,
+    Reference,
+    ResolvedReference,
+    UnknownSchemaTypeError,
+)
+
+SCHEMA_TYPES = ("AVRO", "PROTOBUF", "JSON")
+
+__all__ = [
+    "COMPATIBILITY_LEVELS",
+    "SCHEMA_TYPES",
+    "InvalidSchemaError",
+    "ParsedSchema",
+    "Reference",
+    "ResolvedReference",
+    "UnknownSchemaTypeError",
+    "check_compatibility",
+    "parse_schema",
+]
+
+
+def parse_schema(
+    schema_type: str, schema: str, references: Sequence[ResolvedReference] = ()
+) -> ParsedSchema:
+    """Raises UnknownSchemaTypeError for a type not in SCHEMA_TYPES, InvalidSchemaError for a
+    schema its format rejects (the message says why)."""
+    if schema_type == "AVRO":
+        return AvroSchema(schema, references)
+    raise UnknownSchemaTypeError(f"Unknown schema type: {schema_type}")
