@@ -13,6 +13,7 @@ from logbroker.schema_registry.formats.compatibility import (
     COMPATIBILITY_LEVELS,
     check_compatibility,
 )
+from logbroker.schema_registry.formats.json_schema import JsonSchema
 from logbroker.schema_registry.formats.model import (
     InvalidSchemaError,
     ParsedSchema,
@@ -46,4 +47,6 @@ def parse_schema(
         return AvroSchema(schema, references)
     if schema_type == "PROTOBUF":
         return ProtobufSchema(schema, references)
+    if schema_type == "JSON":
+        return JsonSchema(schema, references)
     raise UnknownSchemaTypeError(f"Unknown schema type: {schema_type}")

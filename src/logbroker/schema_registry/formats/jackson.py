@@ -1,0 +1,38 @@
+"""JSON written as Jackson, the JSON library of Confluent's registry, writes it by default:
+compact, keys in the order given, non-ASCII characters as they are, control characters as
+upper-case \\u escapes, and doubles as Java's Double.toString prints them. The registry stores
+schema strings this way, so equal schemas give equal strings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+from typing import Any
+
+
+def json_text(value: Any) -> str:
+    """`value` as Jackson writes it: compact, non-ASCII unescaped, doubles as Java prints them."""
+    if isinstance(value, float):
+        return java_double(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json_text(k)}:{json_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(json_text(item) for item in value) + "]"
+    text = json.dumps(value, ensure_ascii=False)
+    return re.sub(r"\\u00([0-9a-f]{2})", lambda m: "\\u00" + m.group(1).upper(), text)
+
+
+def java_double(value: float) -> str:
+    """Java's Double.toString: plain between 10^-3 and 10^7, else d.dddE±n; shortest digits."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return json.dumps(str(value).replace("inf", "Infinity").replace("nan", "NaN"))
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        text = repr(value)
+        return text if "e" not in text else format(Decimal(text), "f")
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    mantissa = "".join(map(str, digits))
+    power = len(mantissa) - 1 + int(exponent)
+    fraction = mantissa[1:] or "0"
+    return f"{'-' if sign else ''}{mantissa[0]}.{fraction}E{power}"

@@ -1,0 +1,120 @@
+"""JSON Schemas as Confluent's registry keeps them (its JsonSchema).
+
+The draft is the one `$schema` names (draft 4, 6, 7, 2019-09 or 2020-12, what Confluent's
+serializers produce), draft 7 when none is named, and the schema must be valid under that
+draft's metaschema (jsonschema's check). Each reference is a registered schema known by its
+name as a `$ref` URL (Confluent's JSON serializer uses the referenced file name); every `$ref`
+in the schema and its references must resolve, within the document or to a reference.
+
+The canonical string is the JSON as given, compacted (Jackson's writing, keys in the order
+given); the normalized form also sorts every object's keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import jsonschema
+import referencing.jsonschema
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+
+from logbroker.schema_registry.formats.jackson import json_text
+from logbroker.schema_registry.formats.json_compat import SchemaNode, differences
+from logbroker.schema_registry.formats.model import (
+    CanonicalEquality,
+    InvalidSchemaError,
+    ResolvedReference,
+    same_type_references,
+)
+
+ROOT_URI = ""
+
+
+class JsonSchema(CanonicalEquality):
+    """A parsed JSON Schema. Raises InvalidSchemaError from the constructor."""
+
+    schema_type = "JSON"
+
+    def __init__(self, text: str, references: Sequence[ResolvedReference] = ()) -> None:
+        self.references = tuple(references)
+        self.document = _load(text)
+        resources = []
+        for ref in same_type_references(self.schema_type, references):
+            resources.append((ref.name, _resource(_load(ref.schema))))
+        root = _resource(self.document)
+        registry: Registry = Registry().with_resources(resources + [(ROOT_URI, root)])
+        self.root = SchemaNode(self.document, registry.resolver(base_uri=ROOT_URI))
+        for node in [self.root] + [
+            SchemaNode(contents, registry.resolver(base_uri=name))
+            for name, contents in ((n, r.contents) for n, r in resources)
+        ]:
+            _check_refs(node)
+
+    def canonical(self) -> str:
+        return json_text(self.document)
+
+    def normalized(self) -> JsonSchema:
+        return JsonSchema(json_text(_sorted(self.document)), self.references)
+
+    def formatted(self, fmt: str) -> str:
+        return self.canonical()
+
+    def read_differences(self, writer: CanonicalEquality) -> list[str]:
+        assert isinstance(writer, JsonSchema)
+        return [found.describe() for found in differences(writer.root, self.root)]
+
+
+def _load(text: str) -> Any:
+    try:
+        document = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise InvalidSchemaError(f"Invalid schema: not JSON ({error})") from None
+    if not isinstance(document, (dict, bool)):
+        raise InvalidSchemaError("Invalid schema: a JSON Schema is an object or a boolean")
+    validator = jsonschema.validators.validator_for(document, default=jsonschema.Draft7Validator)
+    try:
+        validator.check_schema(document)
+    except jsonschema.SchemaError as error:
+        where = "/".join(str(p) for p in error.path)
+        raise InvalidSchemaError(f"Invalid schema: {error.message}" + (f" at /{where}" if where else "")) from None
+    return document
+
+
+def _resource(document: Any) -> Resource:
+    return referencing.jsonschema.specification_with(
+        document.get("$schema", "") if isinstance(document, dict) else "",
+        default=referencing.jsonschema.DRAFT7,
+    ).create_resource(document)
+
+
+def _check_refs(node: SchemaNode) -> None:
+    for value, resolver in _refs(node.contents, node.resolver):
+        try:
+            resolver.lookup(value)
+        except Unresolvable:
+            raise InvalidSchemaError(f"Invalid schema: $ref '{value}' cannot be resolved") from None
+
+
+def _refs(contents: Any, resolver) -> Iterator[tuple[str, Any]]:
+    if isinstance(contents, dict):
+        if isinstance(contents.get("$id"), str):
+            resolver = resolver.in_subresource(_resource(contents))
+        for key, value in contents.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value, resolver
+            elif key not in ("enum", "const", "default", "examples"):
+                yield from _refs(value, resolver)
+    elif isinstance(contents, list):
+        for item in contents:
+            yield from _refs(item, resolver)
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
