@@ -23,8 +23,12 @@ def test_each_draft_confluents_serializers_use_parses(draft):
 
 
 def test_canonical_is_the_json_compacted_with_keys_as_given():
-    schema = parse_schema("JSON", '{ "type" : "object",\n "properties": {"é": {"type": "number", "maximum": 1e10}}}')
-    assert schema.canonical() == '{"type":"object","properties":{"é":{"type":"number","maximum":1.0E10}}}'
+    schema = parse_schema("JSON", '{ "type" : "object",\n "properties": {"é": {"type": "number", '
+                                  '"maximum": 1e10, "minimum": 1.50, "multipleOf": 0.0000001}}}')
+    assert schema.canonical() == (
+        '{"type":"object","properties":{"é":{"type":"number","maximum":1E+10,"minimum":1.50,'
+        '"multipleOf":1E-7}}}'
+    )
     assert schema.formatted("") == schema.canonical()
 
 

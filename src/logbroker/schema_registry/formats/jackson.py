@@ -1,7 +1,9 @@
 """JSON written as Jackson, the JSON library of Confluent's registry, writes it by default:
 compact, keys in the order given, non-ASCII characters as they are, control characters as
-upper-case \\u escapes, and doubles as Java's Double.toString prints them. The registry stores
-schema strings this way, so equal schemas give equal strings.
+upper-case \\u escapes, doubles as Java's Double.toString prints them, and decimals (what
+Confluent's JSON Schema mapper reads fractions as) as Java's BigDecimal.toString, which is
+Python's Decimal str. The registry stores schema strings this way, so equal schemas give equal
+strings.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ def json_text(value: Any) -> str:
     """`value` as Jackson writes it: compact, non-ASCII unescaped, doubles as Java prints them."""
     if isinstance(value, float):
         return java_double(value)
+    if isinstance(value, Decimal):
+        return str(value)
     if isinstance(value, dict):
         return "{" + ",".join(f"{json_text(k)}:{json_text(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):

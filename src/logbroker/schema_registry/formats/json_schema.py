@@ -7,13 +7,15 @@ name as a `$ref` URL (Confluent's JSON serializer uses the referenced file name)
 in the schema and its references must resolve, within the document or to a reference.
 
 The canonical string is the JSON as given, compacted (Jackson's writing, keys in the order
-given); the normalized form also sorts every object's keys.
+given, fractions kept as the decimals they were written as); the normalized form also sorts
+every object's keys.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from decimal import Decimal
 from typing import Any
 
 import jsonschema
@@ -69,7 +71,7 @@ class JsonSchema(CanonicalEquality):
 
 def _load(text: str) -> Any:
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_float=Decimal)
     except (json.JSONDecodeError, RecursionError) as error:
         raise InvalidSchemaError(f"Invalid schema: not JSON ({error})") from None
     if not isinstance(document, (dict, bool)):
