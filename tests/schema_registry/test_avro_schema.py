@@ -11,6 +11,7 @@ import pytest
 
 from logbroker.schema_registry.formats import (
     InvalidSchemaError,
+    check_compatibility,
     ResolvedReference,
     UnknownSchemaTypeError,
     parse_schema,
@@ -228,3 +229,27 @@ def test_data_written_with_the_given_schema_reads_with_the_stored_one(given, rec
     if "ts" in read:
         read["ts"] = int(read["ts"].timestamp() * 1000)
     assert read == record
+
+
+def test_normalized_schema_keeps_referenced_types_as_names():
+    schema = parse_schema("AVRO", '{"type":"record","name":"Holder","namespace":"example.avro",'
+                                  '"fields":[{"name":"u","type":"User"}]}', REFS)
+    assert schema.canonical() == (
+        '{"type":"record","name":"Holder","namespace":"example.avro",'
+        '"fields":[{"name":"u","type":"User"}]}'
+    )
+    assert schema.normalized() == schema
+    assert schema.normalized().references == REFS
+
+
+def test_a_schema_nested_too_deeply_is_refused_not_crashed_on():
+    for depth, refusal in ((150, None), (400, "nested more than 200 levels deep"), (5000, "not JSON")):
+        arrays = '{"type":"array","items":' * depth + '"int"' + "}" * depth
+        properties = '{"properties":{"a":' * (depth // 2) + "{}" + "}}" * (depth // 2)
+        for schema_type, text in (("AVRO", arrays), ("JSON", properties)):
+            if refusal is None:
+                schema = parse_schema(schema_type, text)
+                assert check_compatibility("FULL_TRANSITIVE", schema, [schema, schema]) == []
+            else:
+                with pytest.raises(InvalidSchemaError, match=refusal):
+                    parse_schema(schema_type, text)

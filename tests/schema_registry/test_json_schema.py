@@ -51,6 +51,15 @@ def test_refs_to_referenced_subjects_and_within_the_document_resolve():
     parse_schema("JSON", '{"$ref":"order.json"}', (nested,))
 
 
+def test_a_ref_resolves_against_the_schemas_id_as_confluent_registers_references():
+    text = ('{"$id": "http://example.com/order.json", "type": "object", "properties": '
+            '{"to": {"$ref": "address.json"}, "note": {"$ref": "#/definitions/n"}}, '
+            '"definitions": {"n": {"type": "string"}}}')
+    parse_schema("JSON", text, (ADDRESS,))
+    absolute = ResolvedReference("http://example.com/address.json", "address", 1, "JSON", ADDRESS.schema)
+    parse_schema("JSON", text, (absolute,))
+
+
 INVALID = [
     ("{", "not JSON"),
     ("[1]", "is an object or a boolean"),

@@ -43,10 +43,13 @@ def parse_schema(
 ) -> ParsedSchema:
     """Raises UnknownSchemaTypeError for a type not in SCHEMA_TYPES, InvalidSchemaError for a
     schema its format rejects (the message says why)."""
-    if schema_type == "AVRO":
-        return AvroSchema(schema, references)
-    if schema_type == "PROTOBUF":
-        return ProtobufSchema(schema, references)
-    if schema_type == "JSON":
-        return JsonSchema(schema, references)
-    raise UnknownSchemaTypeError(f"Unknown schema type: {schema_type}")
+    parser = _PARSERS.get(schema_type)
+    if parser is None:
+        raise UnknownSchemaTypeError(f"Unknown schema type: {schema_type}")
+    try:
+        return parser(schema, references)
+    except RecursionError:
+        raise InvalidSchemaError("Invalid schema: nested too deeply") from None
+
+
+_PARSERS = {"AVRO": AvroSchema, "PROTOBUF": ProtobufSchema, "JSON": JsonSchema}

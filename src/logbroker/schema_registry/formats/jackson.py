@@ -13,6 +13,27 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from logbroker.schema_registry.formats.model import InvalidSchemaError
+
+# Deeper documents are refused: the parsers and compatibility rules recurse once or a few
+# times per level, and no real schema comes near this.
+MAX_NESTING = 200
+
+
+def load_json(text: str, *, decimals: bool = False) -> Any:
+    """Parses a schema's JSON (fractions as Decimal if `decimals`), refusing text that is not
+    JSON or nests deeper than MAX_NESTING, with InvalidSchemaError."""
+    try:
+        document = json.loads(text, parse_float=Decimal if decimals else float)
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise InvalidSchemaError(f"Invalid schema: not JSON ({error})") from None
+    level = [document]
+    for _ in range(MAX_NESTING + 1):
+        level = [child for value in level for child in _children(value)]
+        if not level:
+            return document
+    raise InvalidSchemaError(f"Invalid schema: nested more than {MAX_NESTING} levels deep")
+
 
 def json_text(value: Any) -> str:
     """`value` as Jackson writes it: compact, non-ASCII unescaped, doubles as Java prints them."""
@@ -40,3 +61,9 @@ def java_double(value: float) -> str:
     power = len(mantissa) - 1 + int(exponent)
     fraction = mantissa[1:] or "0"
     return f"{'-' if sign else ''}{mantissa[0]}.{fraction}E{power}"
+
+
+def _children(value: Any) -> Any:
+    if isinstance(value, dict):
+        return value.values()
+    return value if isinstance(value, list) else ()

@@ -3,8 +3,9 @@
 The draft is the one `$schema` names (draft 4, 6, 7, 2019-09 or 2020-12, what Confluent's
 serializers produce), draft 7 when none is named, and the schema must be valid under that
 draft's metaschema (jsonschema's check). Each reference is a registered schema known by its
-name as a `$ref` URL (Confluent's JSON serializer uses the referenced file name); every `$ref`
-in the schema and its references must resolve, within the document or to a reference.
+name as a `$ref` URL (Confluent's JSON serializer uses the referenced file name), resolved
+against the schema's `$id` when it has one, as Confluent registers them; every `$ref` in the
+schema and its references must resolve, within the document or to a reference.
 
 The canonical string is the JSON as given, compacted (Jackson's writing, keys in the order
 given, fractions kept as the decimals they were written as); the normalized form also sorts
@@ -13,17 +14,16 @@ every object's keys.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
-from decimal import Decimal
 from typing import Any
+from urllib.parse import urljoin
 
 import jsonschema
 import referencing.jsonschema
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 
-from logbroker.schema_registry.formats.jackson import json_text
+from logbroker.schema_registry.formats.jackson import json_text, load_json
 from logbroker.schema_registry.formats.json_compat import SchemaNode, differences
 from logbroker.schema_registry.formats.model import (
     CanonicalEquality,
@@ -43,17 +43,20 @@ class JsonSchema(CanonicalEquality):
     def __init__(self, text: str, references: Sequence[ResolvedReference] = ()) -> None:
         self.references = tuple(references)
         self.document = _load(text)
+        base = _schema_id(self.document)
         resources = []
         for ref in same_type_references(self.schema_type, references):
-            resources.append((ref.name, _resource(_load(ref.schema))))
-        root = _resource(self.document)
-        registry: Registry = Registry().with_resources(resources + [(ROOT_URI, root)])
+            resource = _resource(_load(ref.schema))
+            resources.append((ref.name, resource))
+            if base and urljoin(base, ref.name) != ref.name:
+                resources.append((urljoin(base, ref.name), resource))
+        registry: Registry = Registry().with_resources(
+            resources + [(ROOT_URI, _resource(self.document))]
+        )
         self.root = SchemaNode(self.document, registry.resolver(base_uri=ROOT_URI))
-        for node in [self.root] + [
-            SchemaNode(contents, registry.resolver(base_uri=name))
-            for name, contents in ((n, r.contents) for n, r in resources)
-        ]:
-            _check_refs(node)
+        _check_refs(self.root)
+        for name, resource in resources:
+            _check_refs(SchemaNode(resource.contents, registry.resolver(base_uri=name)))
 
     def canonical(self) -> str:
         return json_text(self.document)
@@ -70,10 +73,7 @@ class JsonSchema(CanonicalEquality):
 
 
 def _load(text: str) -> Any:
-    try:
-        document = json.loads(text, parse_float=Decimal)
-    except (json.JSONDecodeError, RecursionError) as error:
-        raise InvalidSchemaError(f"Invalid schema: not JSON ({error})") from None
+    document = load_json(text, decimals=True)
     if not isinstance(document, (dict, bool)):
         raise InvalidSchemaError("Invalid schema: a JSON Schema is an object or a boolean")
     validator = jsonschema.validators.validator_for(document, default=jsonschema.Draft7Validator)
@@ -83,6 +83,13 @@ def _load(text: str) -> Any:
         where = "/".join(str(p) for p in error.path)
         raise InvalidSchemaError(f"Invalid schema: {error.message}" + (f" at /{where}" if where else "")) from None
     return document
+
+
+def _schema_id(document: Any) -> str:
+    if not isinstance(document, dict):
+        return ""
+    found = document.get("$id", document.get("id"))
+    return found if isinstance(found, str) else ""
 
 
 def _resource(document: Any) -> Resource:
