@@ -158,9 +158,12 @@ class _Diff:
                 return
             self.add("TYPE_CHANGED", path)
             return
-        compare = getattr(self, f"_{old_kind.lower()}", None)
-        if compare is not None:
-            compare(original, update, path)
+        rules = {
+            "STRING": self._string, "NUMBER": self._number, "ENUM": self._enum, "CONST": self._const,
+            "NOT": self._not, "OBJECT": self._object, "ARRAY": self._array, "COMBINED": self._combined,
+        }
+        if old_kind in rules:
+            rules[old_kind](original, update, path)
 
     def _string(self, original: SchemaNode, update: SchemaNode, path: list[str]) -> None:
         self.bound(original, update, path, "maxLength", upper=True)
