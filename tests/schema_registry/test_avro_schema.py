@@ -253,3 +253,12 @@ def test_a_schema_nested_too_deeply_is_refused_not_crashed_on():
             else:
                 with pytest.raises(InvalidSchemaError, match=refusal):
                     parse_schema(schema_type, text)
+
+
+def test_a_stored_schema_with_an_invalid_default_still_loads():
+    text = '{"type":"record","name":"R","fields":[{"name":"a","type":["null","int"],"default":1}]}'
+    with pytest.raises(InvalidSchemaError, match="Invalid default for field a"):
+        parse_schema("AVRO", text)
+    stored = parse_schema("AVRO", text, new=False)
+    assert stored.canonical() == text
+    assert stored.normalized().canonical() == text

@@ -39,15 +39,20 @@ __all__ = [
 
 
 def parse_schema(
-    schema_type: str, schema: str, references: Sequence[ResolvedReference] = ()
+    schema_type: str,
+    schema: str,
+    references: Sequence[ResolvedReference] = (),
+    *,
+    new: bool = True,
 ) -> ParsedSchema:
     """Raises UnknownSchemaTypeError for a type not in SCHEMA_TYPES, InvalidSchemaError for a
-    schema its format rejects (the message says why)."""
+    schema its format rejects (the message says why). `new=False` is for a schema read back
+    from storage: checked as Confluent checks a stored one (Avro defaults are not rechecked)."""
     parser = _PARSERS.get(schema_type)
     if parser is None:
         raise UnknownSchemaTypeError(f"Unknown schema type: {schema_type}")
     try:
-        return parser(schema, references)
+        return parser(schema, references, new=new)
     except RecursionError:
         raise InvalidSchemaError("Invalid schema: nested too deeply") from None
 

@@ -40,7 +40,10 @@ class JsonSchema(CanonicalEquality):
 
     schema_type = "JSON"
 
-    def __init__(self, text: str, references: Sequence[ResolvedReference] = ()) -> None:
+    def __init__(
+        self, text: str, references: Sequence[ResolvedReference] = (), *, new: bool = True
+    ) -> None:
+        """`new` is Avro's: these formats check a stored schema as they check a new one."""
         self.references = tuple(references)
         self.document = _load(text)
         base = _schema_id(self.document)
