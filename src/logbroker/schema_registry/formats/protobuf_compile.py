@@ -14,17 +14,17 @@ text compiles here with the option taken out and put back into the descriptor, s
 written by Confluent's registry loads.
 
 protoc reads files, so each compilation writes the schema and its references into a fresh
-temporary directory and removes it after; the common types are written once per process into
-another, removed at exit.
+temporary directory and removes it after; the common types are written once into a directory
+of their own that later compilations and processes share.
 """
 
 from __future__ import annotations
 
 import ast
-import atexit
 import base64
 import binascii
 import functools
+import hashlib
 import os
 import shutil
 import re
@@ -80,11 +80,27 @@ def common_type_files() -> dict[str, str]:
 
 @functools.cache
 def _common_type_root() -> str:
-    root = tempfile.mkdtemp(prefix="logbroker-proto-types-")
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    for name, text in common_type_files().items():
-        _write(root, name, text)
-    return root
+    """The directory holding common_type_files: one per content under the temporary directory,
+    shared by every process of this user (written once, renamed into place whole), so that a
+    broker killed with -9 leaves nothing new behind."""
+    files = common_type_files()
+    digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
+    root = os.path.join(tempfile.gettempdir(), f"logbroker-proto-types-{os.getuid()}-{digest}")
+    if os.path.isdir(root) and os.stat(root).st_uid == os.getuid():
+        return root
+    staging = tempfile.mkdtemp(prefix=f"{os.path.basename(root)}.", dir=os.path.dirname(root))
+    for name, text in files.items():
+        _write(staging, name, text)
+    try:
+        os.rename(staging, root)
+    except OSError:  # another process put it in place first
+        shutil.rmtree(staging, ignore_errors=True)
+    if os.path.isdir(root) and os.stat(root).st_uid == os.getuid():
+        return root
+    private = tempfile.mkdtemp(prefix="logbroker-proto-types-")  # someone else's is in the way
+    for name, text in files.items():
+        _write(private, name, text)
+    return private
 
 
 def decode_descriptor(text: str) -> descriptor_pb2.FileDescriptorProto | None:
