@@ -26,8 +26,8 @@ import binascii
 import functools
 import hashlib
 import os
-import shutil
 import re
+import shutil
 import tempfile
 from collections.abc import Sequence
 from importlib import resources
@@ -42,9 +42,6 @@ from logbroker.schema_registry.formats.protobuf_text import proto_text
 
 MAIN_FILE = "default"
 _WELL_KNOWN_ROOT = Path(str(resources.files("grpc_tools") / "_proto"))
-WELL_KNOWN_FILES = frozenset(
-    f"google/protobuf/{p.name}" for p in (_WELL_KNOWN_ROOT / "google" / "protobuf").glob("*.proto")
-)
 
 _COMMON_TYPE_DIRECTORIES = (
     ("google.type", ()),
