@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logbroker.clock import Clock
-from logbroker.coordinator.share_partition import AcquiredRecords, SharePartition
+from logbroker.coordinator.share_partition import AcquiredRecords, LogBatch, SharePartition
 from logbroker.coordinator.share_persister import SharePersister
 from logbroker.coordinator.share_state_log import SharePartitionKey, ShareSnapshot
 from logbroker.errors import (
@@ -90,7 +90,6 @@ class SharePartitionManager:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self._loading: dict[tuple[str, TopicPartition], asyncio.Future] = {}
         self._timers: dict[tuple[str, TopicPartition], asyncio.TimerHandle] = {}
-        self._read_committed: dict[tuple[str, TopicPartition], bool] = {}
         self._background: set[asyncio.Task] = set()
 
     # -- share sessions -----------------------------------------------------------------------
@@ -191,8 +190,6 @@ class SharePartitionManager:
             delivery_count_limit=self.config.group_share_delivery_count_limit,
             max_in_flight_records=self.config.group_share_partition_max_record_locks,
             lock_duration_ms=int(self._group_config(group_id, "share.record.lock.duration.ms")), clock=self.clock)
-        self._read_committed[(group_id, tp)] = \
-            self._group_config(group_id, "share.isolation.level") == "read_committed"
         return sp
 
     async def persist(self, sp: SharePartition) -> None:
@@ -270,9 +267,10 @@ class SharePartitionManager:
 
     # -- acquiring ----------------------------------------------------------------------------
     async def acquire(self, group_id: str, member_id: str, partitions: list[TopicPartition], *,
-                      max_wait_ms: int, max_bytes: int, max_records: int
+                      max_wait_ms: int, max_bytes: int, max_records: int, record_limit: bool = False
                       ) -> dict[TopicPartition, AcquiredPartition]:
-        """Acquire records of `partitions` for the member; waits up to `max_wait_ms` for some."""
+        """Acquire records of `partitions` for the member; waits up to `max_wait_ms` for some.
+        `max_records` is soft, on batch boundaries, unless `record_limit` (SharePartition.acquire)."""
         ready: dict[TopicPartition, SharePartition] = {}
         errors: dict[TopicPartition, AcquiredPartition] = {}
         initializing = False
@@ -293,7 +291,8 @@ class SharePartitionManager:
             return {}
 
         def try_acquire() -> dict[TopicPartition, AcquiredPartition] | None:
-            results = self._acquire_now(member_id, ready, max_bytes=max_bytes, max_records=max_records)
+            results = self._acquire_now(member_id, ready, max_bytes=max_bytes, max_records=max_records,
+                                        record_limit=record_limit)
             if any(r.acquired or r.error for r in results.values()):
                 return results | errors
             return None
@@ -307,7 +306,8 @@ class SharePartitionManager:
         return await self.replica_manager.fetch_purgatory.wait(op, max_wait_ms)
 
     def _acquire_now(self, member_id: str, ready: dict[TopicPartition, SharePartition], *,
-                     max_bytes: int, max_records: int) -> dict[TopicPartition, AcquiredPartition]:
+                     max_bytes: int, max_records: int, record_limit: bool
+                     ) -> dict[TopicPartition, AcquiredPartition]:
         results: dict[TopicPartition, AcquiredPartition] = {}
         remaining_records, remaining_bytes = max_records, max_bytes
         for tp, sp in ready.items():
@@ -318,7 +318,7 @@ class SharePartitionManager:
                 continue
             try:
                 result = self._acquire_partition(member_id, sp, max_bytes=remaining_bytes,
-                                                 max_records=remaining_records)
+                                                 max_records=remaining_records, record_limit=record_limit)
             except KafkaError as exc:
                 result = AcquiredPartition(error=exc)
             results[tp] = result
@@ -326,11 +326,11 @@ class SharePartitionManager:
             remaining_bytes -= len(result.records)
         return results
 
-    def _acquire_partition(self, member_id: str, sp: SharePartition, *, max_bytes: int, max_records: int
-                           ) -> AcquiredPartition:
+    def _acquire_partition(self, member_id: str, sp: SharePartition, *, max_bytes: int, max_records: int,
+                           record_limit: bool) -> AcquiredPartition:
         partition = self.replica_manager.leader_partition(sp.tp)
         offset = sp.next_fetch_offset()
-        read_committed = self._read_committed.get((sp.group_id, sp.tp), False)
+        read_committed = self._group_config(sp.group_id, "share.isolation.level") == "read_committed"
         if offset >= (partition.last_stable_offset if read_committed else partition.high_watermark):
             return AcquiredPartition()
         info = partition.read_records(offset, max_bytes=max_bytes, current_leader_epoch=-1,
@@ -341,8 +341,10 @@ class SharePartitionManager:
             return AcquiredPartition()
         data = os.pread(region.fd, region.size, region.position)
         batches = [(position, header) for position, header in iter_batches(data)]
-        acquired = sp.acquire(member_id, [(h.base_offset, h.last_offset, h.is_control) for _, h in batches],
-                              max_records=max_records)
+        aborted = aborted_ranges(info.aborted_transactions or ())
+        acquired = sp.acquire(member_id, [
+            LogBatch(h.base_offset, h.last_offset, not h.is_control and not is_aborted(h, aborted))
+            for _, h in batches], max_records=max_records, record_limit=record_limit)
         if not acquired:
             if sp.next_fetch_offset() != offset:
                 self.replica_manager.fetch_purgatory.check_and_complete(sp.tp)
@@ -377,6 +379,22 @@ class SharePartitionManager:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+
+
+def aborted_ranges(aborted_transactions) -> dict[int, list[tuple[int, int]]]:
+    """Producer id → the (first offset, ABORT marker offset) of each of its aborted transactions."""
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    for txn in aborted_transactions:
+        ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+    return ranges
+
+
+def is_aborted(header, aborted: dict[int, list[tuple[int, int]]]) -> bool:
+    """True for a transactional data batch inside one of its producer's aborted transactions
+    (a producer has one transaction open at a time, so a batch lies in at most one)."""
+    if not header.is_transactional or header.is_control:
+        return False
+    return any(first <= header.base_offset <= last for first, last in aborted.get(header.producer_id, ()))
 
 
 def check_no_acknowledgements_on_open(epoch: int, has_acknowledgements: bool) -> None:

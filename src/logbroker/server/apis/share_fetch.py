@@ -4,7 +4,8 @@ The request carries the member's share session epoch (share_partition_manager.py
 the partitions to add to the session and to forget, and piggybacked acknowledgements, which are
 applied and persisted before anything is fetched. The response lists, per partition, the whole
 batches that hold acquired records and the acquired ranges with their delivery counts; the client
-delivers exactly those offsets. Errors: a bad session epoch or an acknowledgement on the opening
+delivers exactly those offsets. `max_records` is a soft limit on batch boundaries (whole batches,
+no new one once it is reached) unless a v2 request asks for ShareAcquireMode RECORD_LIMIT. Errors: a bad session epoch or an acknowledgement on the opening
 request is a top-level error; per partition, the fetch error (UNKNOWN_TOPIC_ID,
 NOT_LEADER_OR_FOLLOWER, …) and the acknowledgement error (INVALID_RECORD_STATE, …) apart.
 """
@@ -19,6 +20,8 @@ from logbroker.server.authorization import require_group
 from logbroker.types import TopicPartition
 
 API_KEY = 78
+# ShareFetch v2's ShareAcquireMode (KIP-1206); v1 is always batch-optimized.
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
 
 
 async def handle(broker, request) -> dict:
@@ -53,7 +56,8 @@ async def handle(broker, request) -> dict:
         acquired = await manager.acquire(
             body.group_id, body.member_id, sorted(session.partitions),
             max_wait_ms=int(body.max_wait.total_seconds() * 1000),
-            max_bytes=body.max_bytes, max_records=max(body.max_records, 1))
+            max_bytes=body.max_bytes, max_records=max(body.max_records, 1),
+            record_limit=getattr(body, "share_acquire_mode", BATCH_OPTIMIZED) == RECORD_LIMIT)
     # Answer the partitions asked about, acknowledged, or with records or an error to report.
     wanted: dict[tuple, None] = dict.fromkeys(requested)
     for tp in list(ack_errors) + [tp for tp, r in acquired.items() if r.acquired or r.error]:
