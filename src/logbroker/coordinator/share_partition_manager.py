@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -59,7 +60,9 @@ class ShareSession:
     group_id: str
     member_id: str
     epoch: int  # the epoch the next request must carry
-    partitions: set[TopicPartition] = field(default_factory=set)
+    # (topic id, partition) → the partition by name, as when the client added it: a topic
+    # deleted and created again under its name is another partition, with another id.
+    partitions: dict[tuple[uuid.UUID, int], TopicPartition] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -122,7 +125,7 @@ class SharePartitionManager:
         self._close(session)
 
     def _close(self, session: ShareSession) -> None:
-        for tp in session.partitions:
+        for tp in session.partitions.values():
             self._release_member(session.group_id, tp, session.member_id)
 
     def on_member_removed(self, group_id: str, member_id: str) -> None:

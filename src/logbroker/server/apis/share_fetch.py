@@ -42,27 +42,33 @@ async def handle(broker, request) -> dict:
     if body.share_session_epoch != FINAL_SHARE_SESSION_EPOCH:
         for topic_id, index in requested:
             if (name := names.get(topic_id)) is not None:
-                session.partitions.add(TopicPartition(name, index))
+                session.partitions[(topic_id, index)] = TopicPartition(name, index)
         for t in body.forgotten_topics_data:
-            if (name := names.get(t.topic_id)) is not None:
-                for index in t.partitions:
-                    session.partitions.discard(TopicPartition(name, index))
+            for index in t.partitions:
+                session.partitions.pop((t.topic_id, index), None)
     ack_errors = await manager.acknowledge(body.group_id, body.member_id, acknowledgements) \
         if acknowledgements else {}
     if body.share_session_epoch == FINAL_SHARE_SESSION_EPOCH:
         manager.close_session(session)
         acquired = {}
     else:
+        # Only the session's partitions whose topic still has that id: a topic deleted (and
+        # perhaps created again under its name) is not read for a client that knows the old id.
+        current = topic_names(broker, [topic_id for topic_id, _ in session.partitions])
+        live = {tp: key for key, tp in session.partitions.items() if current[key[0]] == tp.topic}
         acquired = await manager.acquire(
-            body.group_id, body.member_id, sorted(session.partitions),
+            body.group_id, body.member_id, sorted(live),
             max_wait_ms=int(body.max_wait.total_seconds() * 1000),
             max_bytes=body.max_bytes, max_records=max(body.max_records, 1),
             record_limit=getattr(body, "share_acquire_mode", BATCH_OPTIMIZED) == RECORD_LIMIT)
     # Answer the partitions asked about, acknowledged, or with records or an error to report.
     wanted: dict[tuple, None] = dict.fromkeys(requested)
-    for tp in list(ack_errors) + [tp for tp, r in acquired.items() if r.acquired or r.error]:
+    for tp in ack_errors:
         if (info := broker.store.topic(tp.topic)) is not None:
             wanted[(info.topic_id, tp.partition)] = None
+    for tp, result in acquired.items():
+        if result.acquired or result.error:
+            wanted[live[tp]] = None
     topics: dict = {}
     for topic_id, index in wanted:
         name = names.get(topic_id) or _name(broker, topic_id)

@@ -1,0 +1,84 @@
+"""Share-group subscriptions follow the topics (KIP-932), with confluent-kafka's ShareConsumer
+against a real broker: a topic created after the subscription, partitions added to a subscribed
+topic, and a topic deleted and created again under the same name."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewPartitions
+
+from logbroker.testing import TEST_OVERRIDES, BrokerProcess
+from share_helpers import TIMEOUT_S, create_topic, drain, produce, set_group_configs, share_consumer
+
+
+@pytest.fixture
+def logbroker(tmp_path_factory):
+    """A broker whose share consumers heartbeat every second (Kafka's least): a change of the
+    topics reaches the members at their next heartbeat."""
+    process = BrokerProcess(tmp_path_factory.mktemp("share"), overrides={
+        **TEST_OVERRIDES, "group.share.heartbeat.interval.ms": "1000"})
+    yield process.start().bootstrap
+    process.kill()
+
+
+def names() -> tuple[str, str]:
+    suffix = uuid.uuid4().hex[:8]
+    return f"queue-{suffix}", f"workers-{suffix}"
+
+
+def delivered(messages) -> list[tuple[int, int, bytes]]:
+    return sorted((m.partition(), m.offset(), m.value()) for m in messages)
+
+
+def test_a_topic_created_after_the_subscription_is_delivered(logbroker):
+    topic, group = names()
+    set_group_configs(logbroker, group, share_auto_offset_reset="earliest")
+    consumer = share_consumer(logbroker, group, topic)
+    try:
+        assert drain([consumer], 1, timeout_s=2)[0] == []
+        create_topic(logbroker, topic)
+        produce(logbroker, topic, 3)
+        got = drain([consumer], 3)[0]
+    finally:
+        consumer.close()
+    assert delivered(got) == [(0, 0, b"v0"), (0, 1, b"v1"), (0, 2, b"v2")]
+
+
+def test_partitions_added_to_a_subscribed_topic_are_assigned(logbroker):
+    topic, group = names()
+    create_topic(logbroker, topic)
+    set_group_configs(logbroker, group, share_auto_offset_reset="earliest")
+    produce(logbroker, topic, 2, prefix="p0-")
+    consumer = share_consumer(logbroker, group, topic)
+    try:
+        assert delivered(drain([consumer], 2)[0]) == [(0, 0, b"p0-0"), (0, 1, b"p0-1")]
+        admin = AdminClient({"bootstrap.servers": logbroker})
+        admin.create_partitions([NewPartitions(topic, 3)])[topic].result(TIMEOUT_S)
+        produce(logbroker, topic, 2, partition=1, prefix="p1-")
+        produce(logbroker, topic, 1, partition=2, prefix="p2-")
+        got = drain([consumer], 3)[0]
+    finally:
+        consumer.close()
+    assert delivered(got) == [(1, 0, b"p1-0"), (1, 1, b"p1-1"), (2, 0, b"p2-0")]
+
+
+def test_a_topic_deleted_and_created_again_delivers_its_new_records(logbroker):
+    topic, group = names()
+    create_topic(logbroker, topic)
+    set_group_configs(logbroker, group, share_auto_offset_reset="earliest")
+    produce(logbroker, topic, 5, prefix="old")
+    consumer = share_consumer(logbroker, group, topic)
+    try:
+        assert len(drain([consumer], 5)[0]) == 5
+        consumer.commit_sync()  # the five are acknowledged: the old share-partition starts at 5
+        admin = AdminClient({"bootstrap.servers": logbroker})
+        admin.delete_topics([topic])[topic].result(TIMEOUT_S)
+        create_topic(logbroker, topic)
+        produce(logbroker, topic, 3, prefix="new")
+        got = drain([consumer], 3)[0]
+    finally:
+        consumer.close()
+    assert delivered(got) == [(0, 0, b"new0"), (0, 1, b"new1"), (0, 2, b"new2")], \
+        "the new topic's share-partition starts afresh, not at the old one's offset 5"
