@@ -32,18 +32,30 @@ def delivered(messages) -> list[tuple[int, int, bytes]]:
     return sorted((m.partition(), m.offset(), m.value()) for m in messages)
 
 
+def around(bootstrap: str, group: str, topic: str, change, *, before: int, after: int):
+    """What a share consumer subscribed to `topic` gets: the `before` records there are (none:
+    nothing within 2 s), acknowledged; then, once `change()` has run, `after` records."""
+    consumer = share_consumer(bootstrap, group, topic)
+    try:
+        first = drain([consumer], max(before, 1), timeout_s=TIMEOUT_S if before else 2)[0]
+        consumer.commit_sync()
+        change()
+        second = drain([consumer], after)[0]
+    finally:
+        consumer.close()
+    return delivered(first), delivered(second)
+
+
 def test_a_topic_created_after_the_subscription_is_delivered(logbroker):
     topic, group = names()
     set_group_configs(logbroker, group, share_auto_offset_reset="earliest")
-    consumer = share_consumer(logbroker, group, topic)
-    try:
-        assert drain([consumer], 1, timeout_s=2)[0] == []
+
+    def create_and_produce():
         create_topic(logbroker, topic)
         produce(logbroker, topic, 3)
-        got = drain([consumer], 3)[0]
-    finally:
-        consumer.close()
-    assert delivered(got) == [(0, 0, b"v0"), (0, 1, b"v1"), (0, 2, b"v2")]
+    first, then = around(logbroker, group, topic, create_and_produce, before=0, after=3)
+    assert first == []
+    assert then == [(0, 0, b"v0"), (0, 1, b"v1"), (0, 2, b"v2")]
 
 
 def test_partitions_added_to_a_subscribed_topic_are_assigned(logbroker):
@@ -51,17 +63,15 @@ def test_partitions_added_to_a_subscribed_topic_are_assigned(logbroker):
     create_topic(logbroker, topic)
     set_group_configs(logbroker, group, share_auto_offset_reset="earliest")
     produce(logbroker, topic, 2, prefix="p0-")
-    consumer = share_consumer(logbroker, group, topic)
-    try:
-        assert delivered(drain([consumer], 2)[0]) == [(0, 0, b"p0-0"), (0, 1, b"p0-1")]
+
+    def add_partitions_and_produce():
         admin = AdminClient({"bootstrap.servers": logbroker})
         admin.create_partitions([NewPartitions(topic, 3)])[topic].result(TIMEOUT_S)
         produce(logbroker, topic, 2, partition=1, prefix="p1-")
         produce(logbroker, topic, 1, partition=2, prefix="p2-")
-        got = drain([consumer], 3)[0]
-    finally:
-        consumer.close()
-    assert delivered(got) == [(1, 0, b"p1-0"), (1, 1, b"p1-1"), (2, 0, b"p2-0")]
+    first, then = around(logbroker, group, topic, add_partitions_and_produce, before=2, after=3)
+    assert first == [(0, 0, b"p0-0"), (0, 1, b"p0-1")]
+    assert then == [(1, 0, b"p1-0"), (1, 1, b"p1-1"), (2, 0, b"p2-0")]
 
 
 def test_a_topic_deleted_and_created_again_delivers_its_new_records(logbroker):
@@ -69,16 +79,13 @@ def test_a_topic_deleted_and_created_again_delivers_its_new_records(logbroker):
     create_topic(logbroker, topic)
     set_group_configs(logbroker, group, share_auto_offset_reset="earliest")
     produce(logbroker, topic, 5, prefix="old")
-    consumer = share_consumer(logbroker, group, topic)
-    try:
-        assert len(drain([consumer], 5)[0]) == 5
-        consumer.commit_sync()  # the five are acknowledged: the old share-partition starts at 5
+
+    def recreate_and_produce():
         admin = AdminClient({"bootstrap.servers": logbroker})
         admin.delete_topics([topic])[topic].result(TIMEOUT_S)
         create_topic(logbroker, topic)
         produce(logbroker, topic, 3, prefix="new")
-        got = drain([consumer], 3)[0]
-    finally:
-        consumer.close()
-    assert delivered(got) == [(0, 0, b"new0"), (0, 1, b"new1"), (0, 2, b"new2")], \
+    first, then = around(logbroker, group, topic, recreate_and_produce, before=5, after=3)
+    assert [offset for _, offset, _ in first] == [0, 1, 2, 3, 4]  # acknowledged: the old one starts at 5
+    assert then == [(0, 0, b"new0"), (0, 1, b"new1"), (0, 2, b"new2")], \
         "the new topic's share-partition starts afresh, not at the old one's offset 5"
