@@ -4,13 +4,18 @@ topic, and a topic deleted and created again under the same name."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
 
+from clients import RawClient
 from logbroker.testing import TEST_OVERRIDES, BrokerProcess
 from share_helpers import TIMEOUT_S, create_topic, drain, produce, set_group_configs, share_consumer
+
+
+METADATA, READ_SHARE_GROUP_STATE_SUMMARY = 3, 87
 
 
 @pytest.fixture
@@ -79,13 +84,42 @@ def test_a_topic_deleted_and_created_again_delivers_its_new_records(logbroker):
     create_topic(logbroker, topic)
     set_group_configs(logbroker, group, share_auto_offset_reset="earliest")
     produce(logbroker, topic, 5, prefix="old")
+    old_starts = []
 
     def recreate_and_produce():
+        old_starts.append(start_offset(logbroker, group, old_id))
         admin = AdminClient({"bootstrap.servers": logbroker})
         admin.delete_topics([topic])[topic].result(TIMEOUT_S)
         create_topic(logbroker, topic)
         produce(logbroker, topic, 3, prefix="new")
+    old_id = topic_id(logbroker, topic)
     first, then = around(logbroker, group, topic, recreate_and_produce, before=5, after=3)
-    assert [offset for _, offset, _ in first] == [0, 1, 2, 3, 4]  # acknowledged: the old one starts at 5
+    assert [offset for _, offset, _ in first] == [0, 1, 2, 3, 4]
+    assert old_starts == [5], "the five were acknowledged"
     assert then == [(0, 0, b"new0"), (0, 1, b"new1"), (0, 2, b"new2")], \
         "the new topic's share-partition starts afresh, not at the old one's offset 5"
+    assert topic_id(logbroker, topic) != old_id
+    assert wait_for(lambda: start_offset(logbroker, group, old_id) == -1), "the old topic's state was deleted"
+
+
+def topic_id(bootstrap: str, topic: str) -> uuid.UUID:
+    with RawClient(bootstrap) as raw:
+        return raw.request(METADATA, 12, topics=[{"name": topic}], allow_auto_topic_creation=False).topics[0].topic_id
+
+
+def start_offset(bootstrap: str, group: str, topic_id: uuid.UUID) -> int:
+    """The share-partition start offset of (group, topic id, partition 0) in
+    __share_group_state (ReadShareGroupStateSummary; -1: no state)."""
+    with RawClient(bootstrap) as raw:
+        response = raw.request(READ_SHARE_GROUP_STATE_SUMMARY, 1, group_id=group, topics=[
+            {"topic_id": topic_id, "partitions": [{"partition": 0, "leader_epoch": 0}]}])
+    return response.results[0].partitions[0].start_offset
+
+
+def wait_for(condition, *, timeout_s: float = TIMEOUT_S) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
