@@ -57,7 +57,6 @@ from logbroker.coordinator.consumer_group import (
 )
 from logbroker.coordinator.current_assignment import reconcile
 from logbroker.coordinator.modern_group import ModernGroupManager
-from logbroker.coordinator.offsets_schema import OFFSETS_TOPIC
 from logbroker.coordinator.record_schema import CoordinatorRecord
 from logbroker.errors import (
     FencedInstanceIdError,

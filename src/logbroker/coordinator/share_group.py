@@ -19,10 +19,11 @@ simple assignor does when members may share partitions, every member gets every 
 the topics it subscribes to, and its member epoch is the group epoch.
 
 Durable state, Kafka's records in `__consumer_offsets`: ShareGroupMetadata (key version 11: the
-group epoch and the hash of the subscribed topics' metadata it was computed for) and ShareGroupMemberMetadata (10: a member's client, host, rack and subscription),
-appended before the heartbeat is answered; a restart (or a new coordinator) replays them, so the
-group and its members come back with their epochs, and members that do not heartbeat again
-within group.share.session.timeout.ms are removed. The in-memory group changes only after its
+group epoch, and the hash of the subscribed topics' metadata it was bumped for) and
+ShareGroupMemberMetadata (10: a member's client, host, rack and subscription), appended before
+the heartbeat is answered; a restart (or a new coordinator) replays them, so the group and its
+members come back with their epochs, and members that do not heartbeat again within
+group.share.session.timeout.ms are removed. The in-memory group changes only after its
 records are in the log.
 
 Invariants: `group_epoch` only increases; a member's epoch is the group epoch once it has

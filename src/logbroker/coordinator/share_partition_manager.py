@@ -93,6 +93,9 @@ class SharePartitionManager:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self._loading: dict[tuple[str, TopicPartition], asyncio.Future] = {}
         self._timers: dict[tuple[str, TopicPartition], asyncio.TimerHandle] = {}
+        # share.isolation.level == read_committed, read with the share-partition's other group
+        # configs when it is loaded (a group config read may block on ZooKeeper).
+        self._read_committed: dict[tuple[str, TopicPartition], bool] = {}
         self._background: set[asyncio.Task] = set()
 
     # -- share sessions -----------------------------------------------------------------------
@@ -193,6 +196,8 @@ class SharePartitionManager:
             delivery_count_limit=self.config.group_share_delivery_count_limit,
             max_in_flight_records=self.config.group_share_partition_max_record_locks,
             lock_duration_ms=int(self._group_config(group_id, "share.record.lock.duration.ms")), clock=self.clock)
+        self._read_committed[(group_id, tp)] = \
+            self._group_config(group_id, "share.isolation.level") == "read_committed"
         return sp
 
     async def persist(self, sp: SharePartition) -> None:
@@ -333,7 +338,7 @@ class SharePartitionManager:
                            record_limit: bool) -> AcquiredPartition:
         partition = self.replica_manager.leader_partition(sp.tp)
         offset = sp.next_fetch_offset()
-        read_committed = self._group_config(sp.group_id, "share.isolation.level") == "read_committed"
+        read_committed = self._read_committed.get((sp.group_id, sp.tp), False)
         if offset >= (partition.last_stable_offset if read_committed else partition.high_watermark):
             return AcquiredPartition()
         info = partition.read_records(offset, max_bytes=max_bytes, current_leader_epoch=-1,
@@ -374,6 +379,7 @@ class SharePartitionManager:
         """Forget a share-partition held here (its state was altered or deleted): the next fetch
         loads it again."""
         self.share_partitions.pop((group_id, tp), None)
+        self._read_committed.pop((group_id, tp), None)
         timer = self._timers.pop((group_id, tp), None)
         if timer is not None:
             timer.cancel()

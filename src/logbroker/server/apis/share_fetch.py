@@ -5,9 +5,12 @@ the partitions to add to the session and to forget, and piggybacked acknowledgem
 applied and persisted before anything is fetched. The response lists, per partition, the whole
 batches that hold acquired records and the acquired ranges with their delivery counts; the client
 delivers exactly those offsets. `max_records` is a soft limit on batch boundaries (whole batches,
-no new one once it is reached) unless a v2 request asks for ShareAcquireMode RECORD_LIMIT. Errors: a bad session epoch or an acknowledgement on the opening
-request is a top-level error; per partition, the fetch error (UNKNOWN_TOPIC_ID,
-NOT_LEADER_OR_FOLLOWER, …) and the acknowledgement error (INVALID_RECORD_STATE, …) apart.
+no new one once it is reached) unless a v2 request asks for ShareAcquireMode RECORD_LIMIT. The
+session holds its partitions by topic id: one whose topic was deleted (perhaps created again
+under its name, with another id) is no longer read. Errors: a bad session epoch or an
+acknowledgement on the opening request is a top-level error; per partition, the fetch error
+(UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER, …) and the acknowledgement error
+(INVALID_RECORD_STATE, …) apart.
 """
 
 from __future__ import annotations
