@@ -165,6 +165,16 @@ _BROKER_ONLY_DEFS = (
        "separated by semicolons (User:admin;User:ops)"),
     _D("metrics.port", "int", None, "logbroker only: port of the Prometheus /metrics endpoint "
        "(unset: no endpoint)", between(0, 65535)),
+    # Schema registry (logbroker only; Confluent's registry calls these listeners, kafkastore.topic
+    # and kafkastore.topic.replication.factor)
+    _D("schema.registry.listeners", "list", [], "logbroker only: URLs (http://host:port, "
+       "https://host:port) on which the broker serves Confluent Schema Registry's REST API; "
+       "empty: no registry"),
+    _D("schema.registry.topic", "string", "_schemas", "logbroker only: the compacted topic "
+       "holding the registry's schemas, configs and modes"),
+    _D("schema.registry.topic.replication.factor", "int", 3, "logbroker only: replication factor "
+       "of schema.registry.topic on a cluster (it is created once that many brokers are alive; a "
+       "single node uses 1)", at_least(1)),
     # Logs
     _D("log.dirs", "list", None, "data directories; overrides log.dir"),
     _D("log.dir", "string", None, "data directory when log.dirs is not set; logbroker's default "

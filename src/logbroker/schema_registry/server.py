@@ -1,0 +1,164 @@
+"""The registry inside the broker: `schema.registry.listeners` (`http://host:port`, `https://…`, a
+comma-separated list like `listeners`) served by uvicorn on the broker's event loop.
+
+Start order: the sockets are bound when the broker starts (so a port 0 is known at once, and a
+taken port fails the start); then, in the background, the KafkaStore creates `_schemas` if need be
+and reads it to its end; only then do the listeners accept, so no request is answered from a state
+that lacks an acknowledged registration. `https://` listeners take the broker's PEM TLS keys
+(`ssl.keystore.location` …, or `listener.name.schema_registry.ssl.*`). The registry's Kafka
+consumer reaches this broker on its inter-broker listener with that listener's security.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import socket
+from dataclasses import dataclass
+
+import uvicorn
+
+from logbroker.server.config_defs import ConfigError
+
+log = logging.getLogger("io.confluent.kafka.schemaregistry.rest.SchemaRegistryMain")
+
+_URL = re.compile(r"^(https?)://\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)/?$")
+TLS_LISTENER = "SCHEMA_REGISTRY"
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryListener:
+    scheme: str
+    host: str
+    port: int
+
+
+def parse_listeners(values: list[str]) -> list[RegistryListener]:
+    listeners = []
+    for value in values:
+        m = _URL.match(value.strip())
+        if m is None:
+            raise ConfigError(f"Invalid value {value!r} for configuration schema.registry.listeners: "
+                              "expected http://host:port or https://host:port")
+        listeners.append(RegistryListener(m.group(1), m.group(2), int(m.group(3))))
+    return listeners
+
+
+def consumer_config(broker) -> dict:
+    """confluent-kafka settings to reach `broker` itself on its inter-broker listener."""
+    config = broker.config
+    name = config.inter_broker_listener_name
+    bound = next((l for l in broker.listeners if l.name == name), broker.listeners[0])
+    host = "127.0.0.1" if bound.host in ("", "0.0.0.0", "::") else bound.host
+    protocol = config.listener_security_protocol_map[bound.name]
+    settings = {"bootstrap.servers": f"{host}:{bound.port}", "security.protocol": protocol.lower(),
+                "client.id": f"logbroker-schema-registry-{broker.broker_id}"}
+    get = lambda key: config.listener_value(bound.name, key)  # noqa: E731
+    if protocol in ("SSL", "SASL_SSL"):
+        if get("ssl.truststore.location"):
+            settings["ssl.ca.location"] = get("ssl.truststore.location")
+        if get("ssl.keystore.location"):
+            settings["ssl.certificate.location"] = settings["ssl.key.location"] = get("ssl.keystore.location")
+        settings["ssl.endpoint.identification.algorithm"] = "none"
+    if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        from logbroker.security.jaas import parse_jaas
+        mechanism = config.sasl_mechanism_inter_broker_protocol
+        jaas = config.listener_jaas_config(bound.name, mechanism)
+        options = parse_jaas(jaas)[2] if jaas else {}
+        settings.update({"sasl.mechanism": mechanism, "sasl.username": options.get("username", ""),
+                         "sasl.password": options.get("password", "")})
+    return settings
+
+
+class SchemaRegistryServer:
+    def __init__(self, broker) -> None:
+        from logbroker.schema_registry.app import RegistryApp
+        from logbroker.schema_registry.auth import broker_authenticator
+        from logbroker.schema_registry.kafka_store import KafkaStore
+        from logbroker.schema_registry.metrics import RegistryMetrics
+        from logbroker.schema_registry.service import SchemaRegistry
+        config = broker.config
+        self.broker = broker
+        self.listeners = parse_listeners(config.schema_registry_listeners)
+        self.store = KafkaStore(broker, topic=config.schema_registry_topic,
+                                replication_factor=config.schema_registry_topic_replication_factor,
+                                client_config=consumer_config(broker))
+        self.registry = SchemaRegistry(self.store)
+        self.metrics = RegistryMetrics(self.store.state)
+        forwarder = None
+        if broker.zk is not None:
+            from logbroker.schema_registry.forwarding import LeaderForwarder
+            forwarder = LeaderForwarder(broker.zk.client, self.store.leader_id)
+        self.app = RegistryApp(self.registry, authenticator=broker_authenticator(broker),
+                               forwarder=forwarder, metrics=self.metrics)
+        self.urls: list[str] = []
+        self._sockets: list[socket.socket] = []
+        self._servers: list = []
+        self._tasks: list[asyncio.Task] = []
+
+    def bind(self) -> None:
+        """Bind every listener now (raises OSError when a port is taken)."""
+        for listener in self.listeners:
+            host = listener.host or "0.0.0.0"
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            sock = socket.create_server((host, listener.port), family=family, backlog=128)
+            self._sockets.append(sock)
+            shown = self._advertised_host(listener.host)
+            self.urls.append(f"{listener.scheme}://{shown}:{sock.getsockname()[1]}")
+
+    def _advertised_host(self, host: str) -> str:
+        if host and host not in ("0.0.0.0", "::"):
+            return f"[{host}]" if ":" in host else host
+        return self.broker.advertised_listener().host
+
+    def start(self) -> None:
+        self._tasks.append(asyncio.get_running_loop().create_task(self._serve(), name="schema-registry"))
+
+    async def _serve(self) -> None:
+        await self.store.start()
+        for listener, sock in zip(self.listeners, self._sockets):
+            config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off",
+                                    timeout_graceful_shutdown=5)
+            config.load()
+            if listener.scheme == "https":
+                config.ssl = self._ssl_context()
+            server = _Server(config)
+            self._servers.append(server)
+            self._tasks.append(asyncio.get_running_loop().create_task(server.serve(sockets=[sock])))
+        if self.broker.zk is not None:
+            from logbroker.schema_registry.forwarding import publish_url
+            await asyncio.get_running_loop().run_in_executor(
+                None, publish_url, self.broker.zk.client, self.broker.broker_id, self.urls[0])
+        log.info("Schema registry serving on %s", ", ".join(self.urls))
+
+    def _ssl_context(self):
+        from logbroker.server.tls import server_ssl_context
+        config = self.broker.config
+        return server_ssl_context(lambda key: config.listener_value(TLS_LISTENER, key), TLS_LISTENER)
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.should_exit = True
+        if self._tasks:
+            self._tasks[0].cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        for sock in self._sockets:
+            sock.close()
+        await self.store.close()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers: the broker's own handle SIGTERM and SIGINT."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        yield
+
+
+async def start_schema_registry(broker) -> SchemaRegistryServer:
+    server = SchemaRegistryServer(broker)
+    server.bind()
+    server.start()
+    return server
