@@ -55,7 +55,7 @@ def _schema_id(params: dict[str, str]) -> int:
     try:
         return int(params["id"])
     except ValueError:
-        raise errors.RegistryError("HTTP 404 Not Found", error_code=404) from None
+        raise errors.HttpError(404) from None
 
 
 class RegistryApp:
@@ -80,11 +80,9 @@ class RegistryApp:
             route_name = route.name
             response = await self._handle(request, route, params)
         except NoRoute as exc:
-            response = error_response(errors.RegistryError("HTTP 405 Method Not Allowed", error_code=405)) \
-                if exc.path_matched else error_response(errors.RegistryError("HTTP 404 Not Found", error_code=404))
-            response.status_code = 405 if exc.path_matched else 404
+            response = error_response(errors.HttpError(405 if exc.path_matched else 404))
         except UnicodeDecodeError:
-            response = _json_response({"error_code": 404, "message": "HTTP 404 Not Found"}, 404)
+            response = error_response(errors.HttpError(404))
         except errors.RegistryError as exc:
             response = error_response(exc)
         except Exception:  # noqa: BLE001 - a bug must not take the connection down without an answer
@@ -125,7 +123,7 @@ class RegistryApp:
     async def _body(request: Request):
         content_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if content_type not in ACCEPTED_CONTENT_TYPES:
-            raise errors.RegistryError("HTTP 415 Unsupported Media Type", error_code=415)
+            raise errors.HttpError(415)
         data = bytearray()
         async for chunk in request.stream():
             data += chunk

@@ -16,6 +16,16 @@ class RegistryError(Exception):
             self.error_code = error_code
 
 
+class HttpError(RegistryError):
+    """An answer of the HTTP layer (Jersey's in Confluent's registry): the status is the error_code."""
+
+    REASONS = {404: "Not Found", 405: "Method Not Allowed", 415: "Unsupported Media Type"}
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status} {self.REASONS[status]}", error_code=status)
+        self.status = status
+
+
 class SubjectNotFound(RegistryError):
     status, error_code = 404, 40401
 

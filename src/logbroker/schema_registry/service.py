@@ -263,7 +263,7 @@ class SchemaRegistry:
     async def delete_version(self, subject: str, version_text: str, *, permanent: bool) -> int:
         async with self.store.exclusive():
             self._check_writable(subject)
-            schema = self.version(subject, version_text, deleted=permanent)
+            schema = self.version(subject, version_text, deleted=True)
             if not permanent and schema.deleted:
                 raise errors.VersionSoftDeleted(subject, schema.version)
             if self.state.referenced_by(subject, schema.version):
