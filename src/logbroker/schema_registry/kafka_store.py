@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 
 from logbroker.coordinator.internal_topics import ensure_internal_topic
 from logbroker.errors import KafkaError
-from logbroker.log_limits import RateLimitedLog
+from logbroker.log_limits import RateLimitedLog, StateChangeLog
 from logbroker.records.builder import build_batch
 from logbroker.schema_registry import errors
 from logbroker.schema_registry.records import MalformedRecordError, RecordKey, decode_key, decode_value
@@ -61,12 +61,13 @@ class KafkaStore:
         """Create the topic if need be, start following it and return once the state holds every
         record the topic had when this was called (its high watermark). Retries until it can."""
         self._loop = asyncio.get_running_loop()
+        creating = StateChangeLog(log, f"Creating {self.topic}")
         while True:
             try:
                 self._ensure_topic()
                 break
             except KafkaError as exc:
-                log.info("Waiting to create %s: %s", self.topic, exc)
+                creating.failed(exc, logging.INFO)
                 await asyncio.sleep(1.0)
         self._thread = threading.Thread(target=self._follow, name="schema-registry-reader", daemon=True)
         self._thread.start()
@@ -76,12 +77,12 @@ class KafkaStore:
                  len(self.state.subjects), self.state.max_id)
 
     def _ensure_topic(self) -> None:
+        """On a cluster the topic waits for `replication_factor` live brokers (as Kafka's internal
+        topics do): created with fewer, it would keep fewer replicas for good."""
         broker = self.broker
         live = (lambda: len(broker.store.brokers())) if broker.zk is not None else None
-        replication_factor = self.replication_factor if live is None else \
-            max(1, min(self.replication_factor, live()))
         ensure_internal_topic(self.topic, store=broker.store, create_topic=broker.create_topic,
-                              live_brokers=live, num_partitions=1, replication_factor=replication_factor,
+                              live_brokers=live, num_partitions=1, replication_factor=self.replication_factor,
                               replication_factor_key="schema.registry.topic.replication.factor",
                               configs={"cleanup.policy": "compact"})
 
@@ -89,17 +90,17 @@ class KafkaStore:
         """Blocks: the topic's high watermark, asked of its leader (retried until there is one)."""
         from confluent_kafka import Consumer, KafkaException
         from confluent_kafka import TopicPartition as KTopicPartition
-        consumer = Consumer(self._consumer_config())
-        try:
-            while not self._stop.is_set():
-                try:
-                    return consumer.get_watermark_offsets(KTopicPartition(self.topic, 0), timeout=5.0,
-                                                          cached=False)[1]
-                except KafkaException as exc:
-                    log.info("Waiting for the leader of %s: %s", self.tp, exc)
-            return 0
-        finally:
-            consumer.close()
+        waiting = StateChangeLog(log, f"Asking the leader of {self.tp} for its high watermark")
+        while not self._stop.is_set():
+            consumer = Consumer(self._consumer_config())
+            try:
+                return consumer.get_watermark_offsets(KTopicPartition(self.topic, 0), timeout=5.0, cached=False)[1]
+            except KafkaException as exc:
+                waiting.failed(exc, logging.INFO)
+            finally:
+                consumer.close()
+            self._stop.wait(0.5)
+        return 0
 
     def _consumer_config(self) -> dict:
         return {**self.client_config, "group.id": f"logbroker-schema-registry-{self.broker.broker_id}",
