@@ -42,7 +42,7 @@ def test_the_topic_holds_confluents_bytes(tmp_path):
         registry.delete("/subjects/orders-value")
         assert read_topic(broker.bootstrap) == [
             (b'{"keytype":"SCHEMA","subject":"orders-value","version":1,"magic":1}',
-             b'{"subject":"orders-value","version":1,"id":1,"schema":"{\\"type\\":\\"string\\"}","deleted":false}'),
+             b'{"subject":"orders-value","version":1,"id":1,"schema":"\\"string\\"","deleted":false}'),
             (b'{"keytype":"CONFIG","magic":0}', b'{"compatibilityLevel":"FULL"}'),
             (b'{"keytype":"MODE","subject":"orders-value","magic":0}', b'{"subject":"orders-value","mode":"READONLY"}'),
             (b'{"keytype":"MODE","subject":"orders-value","magic":0}', None),

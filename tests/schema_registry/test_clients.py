@@ -1,0 +1,115 @@
+"""confluent-kafka's SchemaRegistryClient, AsyncSchemaRegistryClient and Avro serializers against a
+real broker serving the registry: records produced and consumed through the broker round-trip."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import confluent_kafka
+import pytest
+from confluent_kafka.schema_registry import AsyncSchemaRegistryClient, Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from logbroker.testing import SCHEMA_REGISTRY_OVERRIDES, TEST_OVERRIDES, BrokerProcess
+
+USER = {"type": "record", "name": "User", "namespace": "example",
+        "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
+USER_V2 = {**USER, "fields": USER["fields"] + [{"name": "email", "type": ["null", "string"], "default": None}]}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = BrokerProcess(tmp_path_factory.mktemp("clients"),
+                            overrides={**TEST_OVERRIDES, **SCHEMA_REGISTRY_OVERRIDES})
+    process.start()
+    process.registry_url = process.schema_registry_url()
+    yield process
+    process.kill()
+
+
+def consume_all(bootstrap: str, topic: str, count: int) -> list:
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    try:
+        messages = []
+        while len(messages) < count:
+            message = consumer.poll(10)
+            assert message is not None, f"got {len(messages)} of {count}"
+            assert message.error() is None, message.error()
+            messages.append(message)
+        return messages
+    finally:
+        consumer.close()
+
+
+def test_avro_records_round_trip_through_the_broker(broker):
+    topic = f"users-{uuid.uuid4().hex[:8]}"
+    client = SchemaRegistryClient({"url": broker.registry_url})
+    serializer = AvroSerializer(client, json.dumps(USER))
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap})
+    users = [{"name": f"user-{n}", "age": n} for n in range(100)]
+    for user in users:
+        producer.produce(topic, serializer(user, SerializationContext(topic, MessageField.VALUE)))
+    assert producer.flush(10) == 0
+
+    registered = client.get_latest_version(f"{topic}-value")
+    assert registered.version == 1
+    deserializer = AvroDeserializer(SchemaRegistryClient({"url": broker.registry_url}))
+    messages = consume_all(broker.bootstrap, topic, len(users))
+    assert all(m.value()[:5] == b"\x00" + registered.schema_id.to_bytes(4, "big") for m in messages)
+    assert [deserializer(m.value(), SerializationContext(topic, MessageField.VALUE)) for m in messages] == users
+
+
+def test_an_evolved_writer_is_read_with_the_old_readers_schema(broker):
+    topic = f"evolving-{uuid.uuid4().hex[:8]}"
+    client = SchemaRegistryClient({"url": broker.registry_url})
+    context = SerializationContext(topic, MessageField.VALUE)
+    v1 = AvroSerializer(client, json.dumps(USER))(({"name": "a", "age": 1}), context)
+    v2 = AvroSerializer(client, json.dumps(USER_V2))({"name": "b", "age": 2, "email": "b@x"}, context)
+    assert client.get_versions(f"{topic}-value") == [1, 2]
+    reader = AvroDeserializer(client, json.dumps(USER))
+    assert reader(v1, context) == {"name": "a", "age": 1}
+    assert reader(v2, context) == {"name": "b", "age": 2}
+
+
+def test_the_client_api_answers_as_confluents_registry(broker):
+    client = SchemaRegistryClient({"url": broker.registry_url})
+    subject = f"client-{uuid.uuid4().hex[:8]}/value"
+    schema = Schema(json.dumps(USER), "AVRO")
+    schema_id = client.register_schema(subject, schema)
+    assert client.register_schema(subject, schema) == schema_id
+    assert subject in client.get_subjects()
+    assert client.lookup_schema(subject, schema).version == 1
+    assert client.get_schema(schema_id).schema_type == "AVRO"
+    assert client.test_compatibility(subject, Schema(json.dumps(USER_V2), "AVRO")) is True
+    incompatible = {**USER, "fields": USER["fields"] + [{"name": "x", "type": "int"}]}
+    assert client.test_compatibility(subject, Schema(json.dumps(incompatible), "AVRO")) is False
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, Schema(json.dumps(incompatible), "AVRO"))
+    assert (refused.value.http_status_code, refused.value.error_code) == (409, 409)
+    client.set_compatibility(subject, "FULL")
+    assert client.get_compatibility(subject) == "FULL"
+    with pytest.raises(SchemaRegistryError) as missing:
+        client.get_version(subject, 9)
+    assert missing.value.error_code == 40402
+    assert client.delete_subject(subject) == [1]
+    assert client.delete_subject(subject, permanent=True) == [1]
+    assert subject not in client.get_subjects()
+
+
+def test_the_async_client_registers_and_reads(broker):
+    async def run():
+        client = AsyncSchemaRegistryClient({"url": broker.registry_url})
+        subject = f"async-{uuid.uuid4().hex[:8]}"
+        schema_id = await client.register_schema(subject, Schema(json.dumps(USER), "AVRO"))
+        fetched = await client.get_schema(schema_id)
+        latest = await client.get_latest_version(subject)
+        return schema_id, fetched, latest
+    schema_id, fetched, latest = asyncio.run(run())
+    assert json.loads(fetched.schema_str) == USER
+    assert (latest.schema_id, latest.version) == (schema_id, 1)
