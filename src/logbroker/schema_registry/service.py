@@ -185,14 +185,22 @@ class SchemaRegistry:
             else:
                 previous = [self.version(subject, version_text)]
             level = self.state.compatibility(subject).removesuffix("_TRANSITIVE")
-        previous_parsed = [self._parsed(p) for p in previous if p.schema_type == schema_type]
-        messages = check_compatibility(level, parsed, previous_parsed) if previous_parsed else []
-        if len(previous_parsed) < len(previous):
-            messages = messages + [f"Incompatible schema type: {schema_type} is not the subject's type"]
+        messages = self._incompatibilities(level, schema_type, parsed, previous)
         answer: dict[str, Any] = {"is_compatible": not messages}
         if verbose:
             answer["messages"] = messages
         return answer
+
+    def _incompatibilities(self, level: str, schema_type: str, parsed, previous: list[SchemaValue]) -> list[str]:
+        """Confluent's messages for `parsed` against `previous` (oldest first) at `level`, with
+        its closing `{validateFields: …, compatibility: …}` entry; empty when compatible."""
+        if level == "NONE" or not previous:
+            return []
+        if any(p.schema_type != schema_type for p in previous):
+            messages = ["Incompatible because of different schema type"]
+        else:
+            messages = check_compatibility(level, parsed, [self._parsed(p) for p in previous])
+        return messages + [f"{{validateFields: 'false', compatibility: '{level}'}}"] if messages else []
 
     def _normalized(self, parsed, subject: str | None, normalize: bool):
         return parsed.normalized() if normalize or self.state.normalize(subject) else parsed
@@ -226,13 +234,7 @@ class SchemaRegistry:
                         f"Overwrite new schema with id {wanted_id} in context  is not permitted.")
                 schema_id = wanted_id
             if mode != "IMPORT":
-                level = state.compatibility(subject)
-                previous = [self._parsed(v) for v in live if v.schema_type == schema_type]
-                if len(previous) < len(live) and level != "NONE":
-                    raise errors.IncompatibleSchema(
-                        f"Schema being registered is incompatible with an earlier schema for subject "
-                        f"\"{subject}\", details: [Incompatible schema type: {schema_type}]")
-                messages = check_compatibility(level, parsed, previous) if previous else []
+                messages = self._incompatibilities(state.compatibility(subject), schema_type, parsed, live)
                 if messages:
                     raise errors.IncompatibleSchema(
                         f"Schema being registered is incompatible with an earlier schema for subject "
