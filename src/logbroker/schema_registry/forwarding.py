@@ -37,9 +37,10 @@ def publish_url(zk_client, broker_id: int, url: str) -> None:
 class LeaderForwarder:
     """`leader_id()` is the broker leading `_schemas` partition 0 (None: no leader now)."""
 
-    def __init__(self, zk_client, leader_id) -> None:
+    def __init__(self, zk_client, leader_id, ssl_context=None) -> None:
         self.zk_client = zk_client
         self.leader_id = leader_id
+        self.ssl_context = ssl_context  # checks the leader's certificate on https (None: system CAs)
 
     def leader_url(self) -> str:
         """Blocks on ZooKeeper: the registry URL of the leader; 50004 when there is none."""
@@ -68,7 +69,7 @@ class LeaderForwarder:
         request = urllib.request.Request(url.rstrip("/") + path_and_query, data=body, method=method,
                                          headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=FORWARD_TIMEOUT_S) as response:
+            with urllib.request.urlopen(request, timeout=FORWARD_TIMEOUT_S, context=self.ssl_context) as response:
                 return response.status, response.read()
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read()

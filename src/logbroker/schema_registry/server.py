@@ -90,7 +90,7 @@ class SchemaRegistryServer:
         forwarder = None
         if broker.zk is not None:
             from logbroker.schema_registry.forwarding import LeaderForwarder
-            forwarder = LeaderForwarder(broker.zk.client, self.store.leader_id)
+            forwarder = LeaderForwarder(broker.zk.client, self.store.leader_id, self._forwarding_ssl_context())
         self.app = RegistryApp(self.registry, authenticator=broker_authenticator(broker),
                                forwarder=forwarder, metrics=self.metrics)
         self.urls: list[str] = []
@@ -132,6 +132,17 @@ class SchemaRegistryServer:
             await asyncio.get_running_loop().run_in_executor(
                 None, publish_url, self.broker.zk.client, self.broker.broker_id, self.urls[0])
         log.info("Schema registry serving on %s", ", ".join(self.urls))
+
+    def _forwarding_ssl_context(self):
+        """What checks the leader's certificate when the registries speak https: the truststore of
+        the registry's TLS keys if one is set, else the system's CAs."""
+        config = self.broker.config
+        get = lambda key: config.listener_value(TLS_LISTENER, key)  # noqa: E731
+        if not any(l.scheme == "https" for l in self.listeners) or not (
+                get("ssl.truststore.location") or get("ssl.truststore.certificates")):
+            return None
+        from logbroker.server.tls import client_ssl_context
+        return client_ssl_context(get, TLS_LISTENER)
 
     def _ssl_context(self):
         from logbroker.server.tls import server_ssl_context
