@@ -20,6 +20,7 @@ from logbroker.schema_registry.formats.model import (
     ResolvedReference,
     UnknownSchemaTypeError,
 )
+from logbroker.schema_registry.formats.protobuf_schema import ProtobufSchema
 
 SCHEMA_TYPES = ("AVRO", "PROTOBUF", "JSON")
 
@@ -43,4 +44,6 @@ def parse_schema(
     schema its format rejects (the message says why)."""
     if schema_type == "AVRO":
         return AvroSchema(schema, references)
+    if schema_type == "PROTOBUF":
+        return ProtobufSchema(schema, references)
     raise UnknownSchemaTypeError(f"Unknown schema type: {schema_type}")

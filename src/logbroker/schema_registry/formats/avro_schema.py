@@ -23,7 +23,7 @@ from logbroker.schema_registry.formats.model import (
     CanonicalEquality,
     InvalidSchemaError,
     ResolvedReference,
-    flatten_references,
+    same_type_references,
 )
 
 
@@ -37,11 +37,7 @@ class AvroSchema(CanonicalEquality):
         parser = AvroParser()
         self._referenced: set[str] = set()
         fastavro_names: dict[str, object] = {}
-        for ref in flatten_references(references):
-            if ref.schema_type != "AVRO":
-                raise InvalidSchemaError(
-                    f"Invalid schema: reference {ref.name!r} is a {ref.schema_type} schema"
-                )
+        for ref in same_type_references(self.schema_type, references):
             top = parser.parse_text(ref.schema)
             self._referenced.add(top.fullname if isinstance(top, Named) else top.type)
             _fastavro_check(ref.schema, fastavro_names)

@@ -58,6 +58,19 @@ def flatten_references(references: Sequence[ResolvedReference]) -> list[Resolved
     return list(seen.values())
 
 
+def same_type_references(
+    schema_type: str, references: Sequence[ResolvedReference]
+) -> list[ResolvedReference]:
+    """flatten_references, refusing a reference to a schema of another type."""
+    flat = flatten_references(references)
+    for ref in flat:
+        if ref.schema_type != schema_type:
+            raise InvalidSchemaError(
+                f"Invalid schema: reference {ref.name!r} is a {ref.schema_type} schema"
+            )
+    return flat
+
+
 class ParsedSchema(Protocol):
     schema_type: str
     references: tuple[ResolvedReference, ...]
