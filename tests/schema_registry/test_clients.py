@@ -12,13 +12,34 @@ import pytest
 from confluent_kafka.schema_registry import AsyncSchemaRegistryClient, Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
 from logbroker.testing import SCHEMA_REGISTRY_OVERRIDES, TEST_OVERRIDES, BrokerProcess
 
 USER = {"type": "record", "name": "User", "namespace": "example",
         "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
 USER_V2 = {**USER, "fields": USER["fields"] + [{"name": "email", "type": ["null", "string"], "default": None}]}
+
+
+def protobuf_user_class():
+    """example.User {string name = 1; int32 age = 2; google.protobuf.Timestamp seen = 3;}, built
+    at run time (no protoc): the well-known Timestamp is imported, not registered."""
+    file = descriptor_pb2.FileDescriptorProto(name="example/user.proto", package="example", syntax="proto3",
+                                              dependency=["google/protobuf/timestamp.proto"])
+    message = file.message_type.add(name="User")
+    message.field.add(name="name", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING)
+    message.field.add(name="age", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT32)
+    message.field.add(name="seen", number=3, type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+                      type_name=".google.protobuf.Timestamp")
+    pool = descriptor_pool.DescriptorPool()
+    timestamp_file = descriptor_pb2.FileDescriptorProto()
+    timestamp_pb2.DESCRIPTOR.CopyToProto(timestamp_file)
+    pool.Add(timestamp_file)
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("example.User"))
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +84,28 @@ def test_avro_records_round_trip_through_the_broker(broker):
     messages = consume_all(broker.bootstrap, topic, len(users))
     assert all(m.value()[:5] == b"\x00" + registered.schema_id.to_bytes(4, "big") for m in messages)
     assert [deserializer(m.value(), SerializationContext(topic, MessageField.VALUE)) for m in messages] == users
+
+
+def test_protobuf_records_round_trip_through_the_broker(broker):
+    user_class = protobuf_user_class()
+    topic = f"pb-users-{uuid.uuid4().hex[:8]}"
+    client = SchemaRegistryClient({"url": broker.registry_url})
+    context = SerializationContext(topic, MessageField.VALUE)
+    serializer = ProtobufSerializer(user_class, client, {"use.deprecated.format": False})
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap})
+    users = []
+    for n in range(50):
+        user = user_class(name=f"user-{n}", age=n)
+        user.seen.seconds = 1_700_000_000 + n
+        users.append(user)
+        producer.produce(topic, serializer(user, context))
+    assert producer.flush(10) == 0
+    registered = client.get_latest_version(f"{topic}-value")
+    assert (registered.version, registered.schema.schema_type) == (1, "PROTOBUF")
+    assert "google.protobuf.Timestamp seen = 3;" in registered.schema.schema_str
+    deserializer = ProtobufDeserializer(user_class, {"use.deprecated.format": False})
+    messages = consume_all(broker.bootstrap, topic, len(users))
+    assert [deserializer(m.value(), context) for m in messages] == users
 
 
 def test_an_evolved_writer_is_read_with_the_old_readers_schema(broker):
