@@ -115,7 +115,12 @@ class KafkaStore:
         try:
             consumer.assign([KTopicPartition(self.topic, 0, OFFSET_BEGINNING)])
             while not self._stop.is_set():
-                messages = consumer.consume(500, timeout=0.2)
+                # poll() returns with the first record; consume(timeout=0) then takes what else is
+                # queued (consume() with a timeout would wait for the whole batch or the timeout).
+                first = consumer.poll(0.2)
+                if first is None:
+                    continue
+                messages = [first] + consumer.consume(500, timeout=0)
                 batch = []
                 for message in messages:
                     if message.error() is not None:

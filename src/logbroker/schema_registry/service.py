@@ -196,6 +196,8 @@ class SchemaRegistry:
         its closing `{validateFields: …, compatibility: …}` entry; empty when compatible."""
         if level == "NONE" or not previous:
             return []
+        if not level.endswith("_TRANSITIVE"):
+            previous = previous[-1:]  # only the latest counts: parse no other
         if any(p.schema_type != schema_type for p in previous):
             messages = ["Incompatible because of different schema type"]
         else:
@@ -222,11 +224,10 @@ class SchemaRegistry:
             parsed = self._normalized(self.parse(schema_type, text, refs), subject, normalize)
             everything = state.versions(subject, deleted=True)
             live = [v for v in everything if not v.deleted]
-            for existing in reversed(live):
-                if existing.schema_type == schema_type and (wanted_id in (None, -1) or wanted_id == existing.id) \
-                        and self._parsed(existing) == parsed:
-                    return {"id": existing.id}
-            schema_id = self._existing_id(schema_type, parsed)
+            schema_id = self._existing_id(schema_type, parsed, refs)
+            if schema_id is not None and wanted_id in (None, -1, schema_id) \
+                    and any(v.id == schema_id for v in live):
+                return {"id": schema_id}  # already a live version of this subject
             if wanted_id is not None and wanted_id >= 0:
                 holder = state.schema_by_id(wanted_id)
                 if holder is not None and (holder.schema_type != schema_type or self._parsed(holder) != parsed):
@@ -255,12 +256,9 @@ class SchemaRegistry:
             await self.store.write(records)
             return {"id": schema_id}
 
-    def _existing_id(self, schema_type: str, parsed) -> int | None:
+    def _existing_id(self, schema_type: str, parsed, references: tuple[SchemaReference, ...]) -> int | None:
         """The id any subject registered this schema under (Confluent reuses it), or None."""
-        for schema in self.state.all_schemas():
-            if schema.schema_type == schema_type and self._parsed(schema) == parsed:
-                return schema.id
-        return None
+        return self.state.ids_by_schema.get((schema_type, parsed.canonical(), references))
 
     async def delete_version(self, subject: str, version_text: str, *, permanent: bool) -> int:
         async with self.store.exclusive():

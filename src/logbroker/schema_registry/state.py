@@ -4,7 +4,8 @@ Every broker builds the same state from the same records, so every broker answer
 Invariants: `max_id` is the largest id any SCHEMA record read so far carried (a hard delete does not
 lower it), so an id handed out as `max_id + 1` was never used before in the records read; a subject's
 versions are keyed by their number; `applied_offset` is the offset of the last record applied
-(-1: none). A record that is not Confluent's JSON is skipped (the reader logs it once). Pure
+(-1: none). `ids_by_schema` finds the id of a schema text as stored (the canonical form, as
+Confluent's registry stores it too). A record that is not Confluent's JSON is skipped (the reader logs it once). Pure
 computation, event loop only.
 """
 
@@ -31,6 +32,8 @@ class RegistryState:
     def __init__(self) -> None:
         self.subjects: dict[str, dict[int, SchemaValue]] = {}
         self.by_id: dict[int, SchemaValue] = {}
+        # (schema type, schema text, references) → the id first registered for it
+        self.ids_by_schema: dict[tuple, int] = {}
         self.configs: dict[str | None, ConfigValue] = {}
         self.modes: dict[str | None, str] = {}
         self.max_id = 0
@@ -72,6 +75,7 @@ class RegistryState:
         versions[key.version] = value
         self.max_id = max(self.max_id, value.id)
         self.by_id.setdefault(value.id, value)
+        self.ids_by_schema.setdefault((value.schema_type, value.schema, value.references), value.id)
 
     # -- reads ----------------------------------------------------------------------------------
     def versions(self, subject: str, *, deleted: bool = False) -> list[SchemaValue]:
