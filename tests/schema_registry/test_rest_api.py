@@ -113,6 +113,12 @@ def test_an_invalid_schema_is_42201_and_nothing_is_stored(registry, subject):
 def test_bad_requests_are_refused_with_their_http_codes(registry, subject):
     path = f"/subjects/{enc(subject)}/versions"
     assert registry.call("POST", path, raw=b'{"schema": ', content_type="application/json")[0] == 400
+    for body in ([], "schema", 5):
+        assert registry.post(path, body) == (422, {"error_code": 422, "message": "The request body must be a JSON object"})
+        assert registry.put("/config", body)[1]["error_code"] == 422
+    for fields in ({"references": 5}, {"id": "7"}, {"schema": 5}, {"schemaType": 1}, {"references": [{"name": 1}]}):
+        status, body = registry.post(path, {"schema": '"string"', **fields})
+        assert status == 422 and body["error_code"] in (422, 42201), (fields, body)
     assert registry.call("POST", path, raw=b"schema", content_type="text/plain")[:2] == \
         (415, {"error_code": 415, "message": "HTTP 415 Unsupported Media Type"})
     assert registry.get("/no/such/path") == (404, {"error_code": 404, "message": "HTTP 404 Not Found"})

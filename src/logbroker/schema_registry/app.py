@@ -130,9 +130,12 @@ class RegistryApp:
             if len(data) > MAX_BODY_BYTES:
                 raise errors.SchemaTooLarge(f"The request body is larger than {MAX_BODY_BYTES} bytes")
         try:
-            return json.loads(data) if data else {}
+            body = json.loads(data) if data else {}
         except ValueError as exc:
             raise errors.BadRequest(f"Unrecognized JSON body: {exc}") from None
+        if not isinstance(body, dict):
+            raise errors.UnprocessableBody("The request body must be a JSON object")
+        return body
 
     # -- endpoints (named after routes.ROUTES) ----------------------------------------------------
     async def _root(self, request, params, body):

@@ -176,7 +176,12 @@ class Forbidden(RegistryError):
 
 
 class BadRequest(RegistryError):
-    """A body that is not the JSON asked for: rest-utils' 400 with error_code 400 (Confluent's
-    JSON parse error is 50005 only in the client)."""
+    """A body that is not JSON: rest-utils' JsonParseExceptionMapper answers 400, error_code 400."""
 
     status, error_code = 400, 400
+
+
+class UnprocessableBody(RegistryError):
+    """JSON of the wrong shape: rest-utils' JsonMappingExceptionMapper answers 422, error_code 422."""
+
+    status, error_code = 422, 422

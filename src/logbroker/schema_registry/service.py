@@ -86,9 +86,9 @@ class SchemaRegistry:
     def _resolve(self, ref: SchemaReference, seen: tuple) -> ResolvedReference:
         if (ref.subject, ref.version) in seen:
             raise errors.InvalidSchema(f"Invalid schema: circular reference to {ref.subject} version {ref.version}")
-        versions = [v for v in self.state.versions(ref.subject, deleted=True)]
+        versions = self.state.versions(ref.subject, deleted=True)
         target = next((v for v in versions if v.version == ref.version), None) if ref.version != -1 \
-            else next(reversed([v for v in versions if not v.deleted]), None)
+            else next((v for v in reversed(versions) if not v.deleted), None)
         if target is None:
             raise errors.InvalidSchema(f"Invalid schema: reference {ref.name} to subject {ref.subject} "
                                        f"version {ref.version} does not exist")
@@ -317,7 +317,7 @@ class SchemaRegistry:
         if level is not None and (not isinstance(level, str) or level.upper() not in COMPATIBILITY_LEVELS):
             raise errors.InvalidCompatibilityLevel()
         if normalize is not None and not isinstance(normalize, bool):
-            raise errors.BadRequest("normalize must be true or false")
+            raise errors.UnprocessableBody("normalize must be true or false")
         if level is None and normalize is None:
             raise errors.InvalidCompatibilityLevel()
         async with self.store.exclusive():
@@ -377,14 +377,12 @@ def _key_text(subject: str, version: int) -> str:
 def _optional_int(body: dict, name: str) -> int | None:
     value = body.get(name)
     if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-        raise errors.BadRequest(f"{name} must be an integer")
+        raise errors.UnprocessableBody(f"{name} must be an integer")
     return value
 
 
 def _schema_fields(body: dict) -> tuple[str, str, tuple[SchemaReference, ...]]:
     """The schemaType, schema text and references of a register / lookup / compatibility body."""
-    if not isinstance(body, dict):
-        raise errors.BadRequest("The request body must be a JSON object")
     text = body.get("schema")
     if not isinstance(text, str) or not text.strip():
         raise errors.InvalidSchema("Empty schema")
@@ -392,7 +390,10 @@ def _schema_fields(body: dict) -> tuple[str, str, tuple[SchemaReference, ...]]:
     if not isinstance(schema_type, str) or schema_type.upper() not in SCHEMA_TYPES:
         raise errors.InvalidSchema(f"Unknown schema type {schema_type}")
     refs = []
-    for ref in body.get("references") or ():
+    listed = body.get("references") or []
+    if not isinstance(listed, list):
+        raise errors.UnprocessableBody("references must be a list")
+    for ref in listed:
         if not isinstance(ref, dict) or not isinstance(ref.get("name"), str) \
                 or not isinstance(ref.get("subject"), str) or not isinstance(ref.get("version"), int):
             raise errors.InvalidSchema("Invalid schema: a reference needs a name, subject and version")
