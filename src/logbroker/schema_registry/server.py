@@ -14,17 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import socket
 from dataclasses import dataclass
 
 import uvicorn
 
-from logbroker.server.config_defs import ConfigError
+from logbroker.server.config_defs import REGISTRY_URL
 
 log = logging.getLogger("io.confluent.kafka.schemaregistry.rest.SchemaRegistryMain")
 
-_URL = re.compile(r"^(https?)://\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)/?$")
 TLS_LISTENER = "SCHEMA_REGISTRY"
 
 
@@ -36,14 +34,9 @@ class RegistryListener:
 
 
 def parse_listeners(values: list[str]) -> list[RegistryListener]:
-    listeners = []
-    for value in values:
-        m = _URL.match(value.strip())
-        if m is None:
-            raise ConfigError(f"Invalid value {value!r} for configuration schema.registry.listeners: "
-                              "expected http://host:port or https://host:port")
-        listeners.append(RegistryListener(m.group(1), m.group(2), int(m.group(3))))
-    return listeners
+    """The entries of schema.registry.listeners (KafkaConfig has checked each against REGISTRY_URL)."""
+    return [RegistryListener(m.group(1), m.group(2), int(m.group(3)))
+            for m in (REGISTRY_URL.match(value.strip()) for value in values)]
 
 
 def consumer_config(broker) -> dict:

@@ -10,6 +10,7 @@ into its type or raises ConfigError naming the key and what it expects.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,6 +49,15 @@ class BrokerConfigDef:
     default: object
     doc: str
     check: Callable[[object], str | None] | None = None
+
+
+# One schema.registry.listeners entry: scheme, host (empty: every interface), port.
+REGISTRY_URL = re.compile(r"^(https?)://\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)/?$")
+
+
+def _registry_urls(urls: object) -> str | None:
+    bad = [u for u in urls if not REGISTRY_URL.match(u)]  # type: ignore[union-attr]
+    return f"expected http://host:port or https://host:port, not {', '.join(bad)}" if bad else None
 
 
 def _known_assignors(names: object) -> str | None:
@@ -169,7 +179,7 @@ _BROKER_ONLY_DEFS = (
     # and kafkastore.topic.replication.factor)
     _D("schema.registry.listeners", "list", [], "logbroker only: URLs (http://host:port, "
        "https://host:port) on which the broker serves Confluent Schema Registry's REST API; "
-       "empty: no registry"),
+       "empty: no registry", _registry_urls),
     _D("schema.registry.topic", "string", "_schemas", "logbroker only: the compacted topic "
        "holding the registry's schemas, configs and modes"),
     _D("schema.registry.topic.replication.factor", "int", 3, "logbroker only: replication factor "

@@ -1,4 +1,4 @@
-"""An https:// registry listener with the broker's PEM keys."""
+"""schema.registry.listeners: an https:// listener with the broker's PEM keys; malformed entries refused."""
 
 from __future__ import annotations
 
@@ -35,3 +35,16 @@ def test_https_listener_serves_with_the_brokers_pem_keys(tmp_path):
             raise AssertionError("an unknown certificate was accepted")
         except urllib.error.URLError as exc:
             assert isinstance(exc.reason, ssl.SSLCertVerificationError)
+
+
+def test_a_malformed_listener_is_a_config_error():
+    from logbroker.server.config import KafkaConfig
+    from logbroker.server.config_defs import ConfigError
+    assert KafkaConfig.from_props({"schema.registry.listeners": "http://127.0.0.1:0,https://:8443"}) \
+        .schema_registry_listeners == ["http://127.0.0.1:0", "https://:8443"]
+    for value in ("ftp://h:1", "http://h", "127.0.0.1:8081"):
+        try:
+            KafkaConfig.from_props({"schema.registry.listeners": value})
+            raise AssertionError(f"{value} was accepted")
+        except ConfigError as exc:
+            assert "schema.registry.listeners" in str(exc)
