@@ -3,12 +3,15 @@
 The expected strings come from Confluent's own tests of AvroSchema (canonicalString, normalize,
 the `resolved` format) and from Java Avro's Schema.toString rules."""
 
+import io
 import json
 
+import fastavro
 import pytest
 
 from logbroker.schema_registry.formats import (
     InvalidSchemaError,
+    check_compatibility,
     ResolvedReference,
     UnknownSchemaTypeError,
     parse_schema,
@@ -201,3 +204,61 @@ def test_a_reference_of_another_type_or_redefined_name_is_refused():
 def test_unknown_schema_type_is_its_own_error():
     with pytest.raises(UnknownSchemaTypeError, match="Unknown schema type: XML"):
         parse_schema("XML", "<a/>")
+
+
+WIRE_CASES = [
+    (USER, {"name": "ann"}),
+    (CANONICAL[3][0], {"x": b"ab", "y": "A", "z": {}, "w": b"cd", "v": "A"}),
+    (CANONICAL[4][0], {"m": {"k": [1, 2]}}),
+    ('{"type":"record","name":"T","fields":[{"name":"ts","type":{"type":"long",'
+     '"logicalType":"timestamp-millis"}},{"name":"u","type":["null",{"type":"map","values":"double"}],'
+     '"default":null}]}', {"ts": 1700000000000, "u": {"a": 1.5}}),
+]
+
+
+@pytest.mark.parametrize(("given", "record"), WIRE_CASES)
+def test_data_written_with_the_given_schema_reads_with_the_stored_one(given, record):
+    """What a consumer's AvroDeserializer does: decode bytes a producer wrote with the schema
+    text it registered, using the string the registry answers GET /schemas/ids/{id} with."""
+    stored = parse_schema("AVRO", given).canonical()
+    written = io.BytesIO()
+    fastavro.schemaless_writer(written, fastavro.parse_schema(json.loads(given)), record)
+    written.seek(0)
+    read = fastavro.schemaless_reader(written, fastavro.parse_schema(json.loads(stored)), None)
+    assert written.tell() == len(written.getvalue())
+    if "ts" in read:
+        read["ts"] = int(read["ts"].timestamp() * 1000)
+    assert read == record
+
+
+def test_normalized_schema_keeps_referenced_types_as_names():
+    schema = parse_schema("AVRO", '{"type":"record","name":"Holder","namespace":"example.avro",'
+                                  '"fields":[{"name":"u","type":"User"}]}', REFS)
+    assert schema.canonical() == (
+        '{"type":"record","name":"Holder","namespace":"example.avro",'
+        '"fields":[{"name":"u","type":"User"}]}'
+    )
+    assert schema.normalized() == schema
+    assert schema.normalized().references == REFS
+
+
+def test_a_schema_nested_too_deeply_is_refused_not_crashed_on():
+    for depth, refusal in ((150, None), (400, "nested more than 200 levels deep"), (5000, "not JSON")):
+        arrays = '{"type":"array","items":' * depth + '"int"' + "}" * depth
+        properties = '{"properties":{"a":' * (depth // 2) + "{}" + "}}" * (depth // 2)
+        for schema_type, text in (("AVRO", arrays), ("JSON", properties)):
+            if refusal is None:
+                schema = parse_schema(schema_type, text)
+                assert check_compatibility("FULL_TRANSITIVE", schema, [schema, schema]) == []
+            else:
+                with pytest.raises(InvalidSchemaError, match=refusal):
+                    parse_schema(schema_type, text)
+
+
+def test_a_stored_schema_with_an_invalid_default_still_loads():
+    text = '{"type":"record","name":"R","fields":[{"name":"a","type":["null","int"],"default":1}]}'
+    with pytest.raises(InvalidSchemaError, match="Invalid default for field a"):
+        parse_schema("AVRO", text)
+    stored = parse_schema("AVRO", text, new=False)
+    assert stored.canonical() == text
+    assert stored.normalized().canonical() == text

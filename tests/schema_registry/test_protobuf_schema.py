@@ -8,7 +8,12 @@ import pytest
 from confluent_kafka.schema_registry.common.protobuf import _init_pool, _schema_to_str, _str_to_proto
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from logbroker.schema_registry.formats import InvalidSchemaError, ResolvedReference, parse_schema
+from logbroker.schema_registry.formats import (
+    InvalidSchemaError,
+    ResolvedReference,
+    check_compatibility,
+    parse_schema,
+)
 
 ADDRESS = 'syntax = "proto3";\npackage shop;\n\nmessage Address {\n  string city = 1;\n}\n'
 ORDER = """syntax = "proto3";
@@ -146,3 +151,34 @@ def test_a_reference_name_that_is_not_an_import_path_is_refused():
     bad = ResolvedReference("../etc/x.proto", "x", 1, "PROTOBUF", 'syntax = "proto3";')
     with pytest.raises(InvalidSchemaError, match="not an import path"):
         parse_schema("PROTOBUF", 'syntax = "proto3";', (bad,))
+
+
+CONFLUENT_WRITTEN = """syntax = "proto3";
+package shop;
+
+import "google/protobuf/timestamp.proto";
+
+message Basket {
+  .google.protobuf.Timestamp at = 1;
+  repeated .shop.Basket.QuantitiesEntry quantities = 2;
+
+  message QuantitiesEntry {
+    option map_entry = true;
+  
+    string key = 1;
+    int32 value = 2;
+  }
+}
+"""
+
+
+def test_a_map_as_confluents_registry_writes_it_loads_as_a_map():
+    """How Confluent's registry stores a schema a descriptor-sending client registered: the map
+    entry message with `option map_entry = true`, which protoc alone refuses."""
+    schema = parse_schema("PROTOBUF", CONFLUENT_WRITTEN)
+    assert schema.canonical() == CONFLUENT_WRITTEN
+    mapped = parse_schema("PROTOBUF", 'syntax = "proto3";\npackage shop;\nimport "google/protobuf/timestamp.proto";\n'
+                                      "message Basket {\n  google.protobuf.Timestamp at = 1;\n"
+                                      "  map<string, int32> quantities = 2;\n}\n")
+    assert schema.formatted("serialized") == mapped.formatted("serialized")
+    assert check_compatibility("FULL", schema, [mapped]) == []

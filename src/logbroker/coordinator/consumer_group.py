@@ -378,7 +378,7 @@ _REGEX_CACHE: dict[str, object] = {}
 @functools.cache
 def _re2():  # -> (the re2 module, its options)
     """RE2, loaded with the first regex subscription: its C++ library is ~8 ms of import that a
-    group subscribing by topic names never needs (issue 16)."""
+    group subscribing by topic names never needs."""
     import re2
 
     options = re2.Options()

@@ -13,6 +13,7 @@ from logbroker.schema_registry.formats.compatibility import (
     COMPATIBILITY_LEVELS,
     check_compatibility,
 )
+from logbroker.schema_registry.formats.json_schema import JsonSchema
 from logbroker.schema_registry.formats.model import (
     InvalidSchemaError,
     ParsedSchema,
@@ -38,12 +39,22 @@ __all__ = [
 
 
 def parse_schema(
-    schema_type: str, schema: str, references: Sequence[ResolvedReference] = ()
+    schema_type: str,
+    schema: str,
+    references: Sequence[ResolvedReference] = (),
+    *,
+    new: bool = True,
 ) -> ParsedSchema:
     """Raises UnknownSchemaTypeError for a type not in SCHEMA_TYPES, InvalidSchemaError for a
-    schema its format rejects (the message says why)."""
-    if schema_type == "AVRO":
-        return AvroSchema(schema, references)
-    if schema_type == "PROTOBUF":
-        return ProtobufSchema(schema, references)
-    raise UnknownSchemaTypeError(f"Unknown schema type: {schema_type}")
+    schema its format rejects (the message says why). `new=False` is for a schema read back
+    from storage: checked as Confluent checks a stored one (Avro defaults are not rechecked)."""
+    parser = _PARSERS.get(schema_type)
+    if parser is None:
+        raise UnknownSchemaTypeError(f"Unknown schema type: {schema_type}")
+    try:
+        return parser(schema, references, new=new)
+    except RecursionError:
+        raise InvalidSchemaError("Invalid schema: nested too deeply") from None
+
+
+_PARSERS = {"AVRO": AvroSchema, "PROTOBUF": ProtobufSchema, "JSON": JsonSchema}

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from logbroker.schema_registry.formats.avro_json import json_text
 from logbroker.schema_registry.formats.avro_types import AvroType, Container, Named
+from logbroker.schema_registry.formats.jackson import json_text
 from logbroker.schema_registry.formats.model import InvalidSchemaError
 
 _INT_RANGE = range(-(2**31), 2**31)

@@ -15,9 +15,6 @@ with `normalize=true` stores that string parsed again and printed by `java_strin
 
 from __future__ import annotations
 
-import json
-import re
-from decimal import Decimal
 from typing import Any
 
 from logbroker.schema_registry.formats.avro_types import (
@@ -28,6 +25,7 @@ from logbroker.schema_registry.formats.avro_types import (
     Named,
     qualify,
 )
+from logbroker.schema_registry.formats.jackson import json_text
 
 _LOGICAL_TYPES = {
     "decimal": ("bytes", "fixed"),
@@ -43,32 +41,6 @@ _LOGICAL_TYPES = {
     "local-timestamp-nanos": ("long",),
     "duration": ("fixed",),
 }
-
-
-def json_text(value: Any) -> str:
-    """`value` as Jackson writes it: compact, non-ASCII unescaped, doubles as Java prints them."""
-    if isinstance(value, float):
-        return java_double(value)
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{json_text(k)}:{json_text(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ",".join(json_text(item) for item in value) + "]"
-    text = json.dumps(value, ensure_ascii=False)
-    return re.sub(r"\\u00([0-9a-f]{2})", lambda m: "\\u00" + m.group(1).upper(), text)
-
-
-def java_double(value: float) -> str:
-    """Java's Double.toString: plain between 10^-3 and 10^7, else d.dddE±n; shortest digits."""
-    if value != value or value in (float("inf"), float("-inf")):
-        return json.dumps(str(value).replace("inf", "Infinity").replace("nan", "NaN"))
-    if value == 0 or 1e-3 <= abs(value) < 1e7:
-        text = repr(value)
-        return text if "e" not in text else format(Decimal(text), "f")
-    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
-    mantissa = "".join(map(str, digits))
-    power = len(mantissa) - 1 + int(exponent)
-    fraction = mantissa[1:] or "0"
-    return f"{'-' if sign else ''}{mantissa[0]}.{fraction}E{power}"
 
 
 def qualified(named: Named, namespace: str | None) -> str:

@@ -2,8 +2,10 @@
 
 A schema's references are parsed first, into the same space of names, so the schema can use
 their named types; the stored (canonical) string writes those types by name. Defaults are
-checked as for a schema being registered. fastavro, what confluent-kafka's Avro serializers
-parse schemas with, must accept the schema too, so nothing is stored that a client cannot use.
+checked as for a schema being registered (`new`); a schema read back from storage is not
+checked again (Confluent's validateAsNew), so a history written before defaults were checked
+still loads. fastavro, what confluent-kafka's Avro serializers parse schemas with, must accept
+a new schema too, so nothing is stored that a client cannot use.
 """
 
 from __future__ import annotations
@@ -32,18 +34,23 @@ class AvroSchema(CanonicalEquality):
 
     schema_type = "AVRO"
 
-    def __init__(self, text: str, references: Sequence[ResolvedReference] = ()) -> None:
+    def __init__(
+        self, text: str, references: Sequence[ResolvedReference] = (), *, new: bool = True
+    ) -> None:
         self.references = tuple(references)
+        self._new = new
         parser = AvroParser()
         self._referenced: set[str] = set()
         fastavro_names: dict[str, object] = {}
         for ref in same_type_references(self.schema_type, references):
             top = parser.parse_text(ref.schema)
             self._referenced.add(top.fullname if isinstance(top, Named) else top.type)
-            _fastavro_check(ref.schema, fastavro_names)
+            if new:
+                _fastavro_check(ref.schema, fastavro_names)
         self.root: AvroType = parser.parse_text(text)
-        check_defaults(self.root)
-        _fastavro_check(text, fastavro_names)
+        if new:
+            check_defaults(self.root)
+            _fastavro_check(text, fastavro_names)
 
     @cached_property
     def _canonical(self) -> str:
@@ -53,7 +60,9 @@ class AvroSchema(CanonicalEquality):
         return self._canonical
 
     def normalized(self) -> AvroSchema:
-        return AvroSchema(normalized_string(self.root, self._referenced), self.references)
+        return AvroSchema(
+            normalized_string(self.root, self._referenced), self.references, new=self._new
+        )
 
     def formatted(self, fmt: str) -> str:
         """`resolved` writes the referenced types in full where first used; any other format

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from logbroker.schema_registry.formats.jackson import load_json
 from logbroker.schema_registry.formats.model import InvalidSchemaError
 
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
@@ -103,11 +104,7 @@ class AvroParser:
         self.names: dict[str, Named] = {}
 
     def parse_text(self, text: str) -> AvroType:
-        try:
-            document = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as error:
-            raise InvalidSchemaError(f"Invalid schema: not JSON ({error})") from None
-        return self.parse(document, None)
+        return self.parse(load_json(text), None)
 
     def parse(self, json_value: Any, namespace: str | None) -> AvroType:
         if isinstance(json_value, str):

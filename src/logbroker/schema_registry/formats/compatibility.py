@@ -38,7 +38,10 @@ def check_compatibility(level: str, new: ParsedSchema, previous: Sequence[Parsed
     for old in against:
         if old.schema_type != new.schema_type:
             return [_DIFFERENT_TYPE]
-        messages = _check(direction, new, old)
+        try:
+            messages = _check(direction, new, old)
+        except RecursionError:
+            return ["Unexpected exception during compatibility check: schemas nested too deeply"]
         if messages:
             return messages
     return []

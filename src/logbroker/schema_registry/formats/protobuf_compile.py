@@ -8,19 +8,25 @@ Google's common types (google/type/*.proto) and Confluent's own (confluent/meta.
 confluent/type/decimal.proto...), the last two taken from the descriptors their Python packages
 carry. The schema itself is the file `default`, as Confluent names it.
 
+Confluent's registry writes a map field of a schema it was given as a descriptor as the map entry
+message it is (`option map_entry = true;` and a repeated field of it), which protoc refuses; such
+text compiles here with the option taken out and put back into the descriptor, so a history
+written by Confluent's registry loads.
+
 protoc reads files, so each compilation writes the schema and its references into a fresh
-temporary directory and removes it after; the common types are written once per process into
-another, removed at exit.
+temporary directory and removes it after; the common types are written once into a directory
+of their own that later compilations and processes share.
 """
 
 from __future__ import annotations
 
 import ast
-import atexit
 import base64
 import binascii
 import functools
+import hashlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -36,9 +42,6 @@ from logbroker.schema_registry.formats.protobuf_text import proto_text
 
 MAIN_FILE = "default"
 _WELL_KNOWN_ROOT = Path(str(resources.files("grpc_tools") / "_proto"))
-WELL_KNOWN_FILES = frozenset(
-    f"google/protobuf/{p.name}" for p in (_WELL_KNOWN_ROOT / "google" / "protobuf").glob("*.proto")
-)
 
 _COMMON_TYPE_DIRECTORIES = (
     ("google.type", ()),
@@ -46,6 +49,8 @@ _COMMON_TYPE_DIRECTORIES = (
     ("confluent_kafka", ("schema_registry", "confluent", "type")),
     ("confluent_kafka", ("schema_registry", "confluent", "types")),
 )
+
+_MAP_ENTRY_OPTION = re.compile(r"\boption\s+map_entry\s*=\s*true\s*;")
 
 FileDescriptorSet = dict[str, descriptor_pb2.FileDescriptorProto]
 
@@ -72,11 +77,27 @@ def common_type_files() -> dict[str, str]:
 
 @functools.cache
 def _common_type_root() -> str:
-    root = tempfile.mkdtemp(prefix="logbroker-proto-types-")
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    for name, text in common_type_files().items():
-        _write(root, name, text)
-    return root
+    """The directory holding common_type_files: one per content under the temporary directory,
+    shared by every process of this user (written once, renamed into place whole), so that a
+    broker killed with -9 leaves nothing new behind."""
+    files = common_type_files()
+    digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
+    root = os.path.join(tempfile.gettempdir(), f"logbroker-proto-types-{os.getuid()}-{digest}")
+    if os.path.isdir(root) and os.stat(root).st_uid == os.getuid():
+        return root
+    staging = tempfile.mkdtemp(prefix=f"{os.path.basename(root)}.", dir=os.path.dirname(root))
+    for name, text in files.items():
+        _write(staging, name, text)
+    try:
+        os.rename(staging, root)
+    except OSError:  # another process put it in place first
+        shutil.rmtree(staging, ignore_errors=True)
+    if os.path.isdir(root) and os.stat(root).st_uid == os.getuid():
+        return root
+    private = tempfile.mkdtemp(prefix="logbroker-proto-types-")  # someone else's is in the way
+    for name, text in files.items():
+        _write(private, name, text)
+    return private
 
 
 def decode_descriptor(text: str) -> descriptor_pb2.FileDescriptorProto | None:
@@ -96,11 +117,14 @@ def compile_files(main_text: str, dependencies: Sequence[tuple[str, str]]) -> Fi
     """Compiles `.proto` text with its dependencies ((import path, .proto text) pairs) and
     returns every file's descriptor by name, the schema's own under MAIN_FILE. Raises
     InvalidSchemaError with protoc's message."""
+    main_name = _unused_name(dependencies)
+    explicit_map_entries = set()
     with tempfile.TemporaryDirectory(prefix="logbroker-proto-") as root:
-        for name, text in dependencies:
+        for name, text in [*dependencies, (main_name, main_text)]:
+            if _MAP_ENTRY_OPTION.search(text):
+                explicit_map_entries.add(name)
+                text = _MAP_ENTRY_OPTION.sub(lambda m: " " * len(m.group()), text)
             _write(root, _checked_import_path(name), text)
-        main_name = _unused_name(dependencies)
-        _write(root, main_name, main_text)
         try:
             generated = _protoc_compiler.get_protos(
                 main_name.encode(),
@@ -112,10 +136,33 @@ def compile_files(main_text: str, dependencies: Sequence[tuple[str, str]]) -> Fi
     files: FileDescriptorSet = {}
     for _module, code in generated:
         file = descriptor_pb2.FileDescriptorProto.FromString(_serialized_file(code))
+        if file.name in explicit_map_entries:
+            _mark_map_entries(file.message_type)
         if file.name == main_name:
             file.name = MAIN_FILE
         files[file.name] = file
     return files
+
+
+def _mark_map_entries(messages) -> None:
+    """Sets map_entry on each nested message shaped and named as protoc makes a map field's
+    entry: `<Field>Entry` with fields key = 1 and value = 2, the type of a repeated field."""
+    for message in messages:
+        nested = {n.name: n for n in message.nested_type}
+        for field in message.field:
+            entry = nested.get(_entry_name(field.name))
+            if (
+                entry is not None
+                and field.label == descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+                and field.type_name.endswith(f"{message.name}.{entry.name}")
+                and [(f.name, f.number) for f in entry.field] == [("key", 1), ("value", 2)]
+            ):
+                entry.options.map_entry = True
+        _mark_map_entries(message.nested_type)
+
+
+def _entry_name(field_name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in field_name.split("_")) + "Entry"
 
 
 def _unused_name(dependencies: Sequence[tuple[str, str]]) -> str:

@@ -36,7 +36,10 @@ class ProtobufSchema(CanonicalEquality):
 
     schema_type = "PROTOBUF"
 
-    def __init__(self, text: str, references: Sequence[ResolvedReference] = ()) -> None:
+    def __init__(
+        self, text: str, references: Sequence[ResolvedReference] = (), *, new: bool = True
+    ) -> None:
+        """`new` is Avro's: these formats check a stored schema as they check a new one."""
         self.references = tuple(references)
         dependencies = []
         defined_by = {}
