@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka.schema_registry import AsyncSchemaRegistryClient, Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -104,6 +105,26 @@ def test_protobuf_records_round_trip_through_the_broker(broker):
     assert (registered.version, registered.schema.schema_type) == (1, "PROTOBUF")
     assert "google.protobuf.Timestamp seen = 3;" in registered.schema.schema_str
     deserializer = ProtobufDeserializer(user_class, {"use.deprecated.format": False})
+    messages = consume_all(broker.bootstrap, topic, len(users))
+    assert [deserializer(m.value(), context) for m in messages] == users
+
+
+def test_json_schema_records_round_trip_through_the_broker(broker):
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "User", "type": "object",
+              "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+              "required": ["name"]}
+    topic = f"json-users-{uuid.uuid4().hex[:8]}"
+    client = SchemaRegistryClient({"url": broker.registry_url})
+    context = SerializationContext(topic, MessageField.VALUE)
+    serializer = JSONSerializer(json.dumps(schema), client)
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap})
+    users = [{"name": f"user-{n}", "age": n} for n in range(50)]
+    for user in users:
+        producer.produce(topic, serializer(user, context))
+    assert producer.flush(10) == 0
+    registered = client.get_latest_version(f"{topic}-value")
+    assert (registered.version, registered.schema.schema_type) == (1, "JSON")
+    deserializer = JSONDeserializer(None, schema_registry_client=client)
     messages = consume_all(broker.bootstrap, topic, len(users))
     assert [deserializer(m.value(), context) for m in messages] == users
 
