@@ -242,3 +242,15 @@ def test_import_mode_registers_with_the_given_id_and_later_ids_go_past_it(regist
     registry.delete(f"/mode/{enc(imported)}")
     fresh = registry.register(subject + "-fresh", json.dumps({"type": "fixed", "name": "F", "size": 3}))
     assert fresh > 50_000
+
+
+def test_concurrent_registrations_get_distinct_consecutive_ids(registry, subject):
+    from concurrent.futures import ThreadPoolExecutor
+    for name in (subject, subject + "-2"):
+        registry.put(f"/config/{enc(name)}", {"compatibility": "NONE"})
+    schemas = [json.dumps({"type": "enum", "name": f"C{n}_{subject.replace('-', '_')}", "symbols": ["A"]})
+               for n in range(80)]
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(lambda s: registry.register(subject if len(s) % 2 else subject + "-2", s), schemas))
+    assert len(set(ids)) == 80
+    assert sorted(ids) == list(range(min(ids), min(ids) + 80))
