@@ -69,6 +69,10 @@ def test_a_history_written_by_confluents_registry_is_served(tmp_path):
          b'{"subject":"a","version":2,"id":22,"schema":"\\"int\\"","deleted":false}'),
         (b'{"keytype":"DELETE_SUBJECT","subject":"b","magic":0}', b'{"subject":"b","version":1}'),
         (b"not json", b"{}"),
+        # a default Confluent's registry accepted before it checked defaults: it still loads
+        (b'{"keytype":"SCHEMA","subject":"old","version":1,"magic":1}',
+         b'{"subject":"old","version":1,"id":30,"schema":"{\\"type\\":\\"record\\",\\"name\\":\\"R\\",'
+         b'\\"fields\\":[{\\"name\\":\\"a\\",\\"type\\":\\"int\\",\\"default\\":\\"x\\"}]}","deleted":false}'),
     ]
     broker = BrokerProcess(tmp_path, overrides=TEST_OVERRIDES).start()
     try:
@@ -82,12 +86,14 @@ def test_a_history_written_by_confluents_registry_is_served(tmp_path):
         broker.overrides.update(SCHEMA_REGISTRY_OVERRIDES)
         broker.start()
         registry = Registry(broker.schema_registry_url())
-        assert registry.get("/subjects") == (200, ["a"])
-        assert registry.get("/subjects?deleted=true") == (200, ["a", "b"])
+        assert registry.get("/subjects") == (200, ["a", "old"])
+        assert registry.get("/subjects?deleted=true") == (200, ["a", "b", "old"])
         assert registry.get("/subjects/a/versions/2")[1] == {"subject": "a", "version": 2, "id": 22, "schema": '"int"'}
         assert registry.get("/schemas/ids/40") == (200, {"schemaType": "JSON", "schema": '{"type":"object"}'})
         assert registry.get("/config/a") == (200, {"compatibilityLevel": "NONE"})
         assert registry.register("c", '"long"') == 41  # past the largest id read
+        evolved = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int", "default": 0}]})
+        assert registry.register("old", evolved) == 42
         assert "Skipping the record at offset 6 of _schemas" in broker.new_log_text()
     finally:
         broker.kill()

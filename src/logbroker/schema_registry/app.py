@@ -23,7 +23,7 @@ from logbroker.schema_registry import errors
 from logbroker.schema_registry.auth import BasicAuthenticator, require_super_user
 from logbroker.schema_registry.kafka_store import NotLeader
 from logbroker.schema_registry.routes import NoRoute, Route, match, split_path
-from logbroker.schema_registry.service import SchemaRegistry
+from logbroker.schema_registry.service import SchemaRegistry, schema_json
 
 log = logging.getLogger("io.confluent.kafka.schemaregistry.rest.SchemaRegistryRestApplication")
 
@@ -159,7 +159,6 @@ class RegistryApp:
         return await self.registry.register(params["subject"], body, normalize=_flag(request, "normalize"))
 
     async def _get_version(self, request, params, body):
-        from logbroker.schema_registry.service import schema_json
         return schema_json(self.registry.version(params["subject"], params["version"],
                                                  deleted=_flag(request, "deleted")))
 

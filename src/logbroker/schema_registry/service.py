@@ -78,10 +78,11 @@ class SchemaRegistry:
         return self.store.state
 
     # -- parsing ------------------------------------------------------------------------------
-    def parse(self, schema_type: str, text: str, references: Sequence[SchemaReference]):
-        """The parsed schema; 422/42201 when it or a reference is not valid."""
+    def parse(self, schema_type: str, text: str, references: Sequence[SchemaReference], *, new: bool = True):
+        """The parsed schema; 422/42201 when it or a reference is not valid. `new=False` for a
+        stored schema: checked as Confluent checks one read back (Avro defaults not rechecked)."""
         resolved = tuple(self._resolve(r, ()) for r in references)
-        return _parse_cached(schema_type, text, resolved)
+        return _parse_cached(schema_type, text, resolved, new)
 
     def _resolve(self, ref: SchemaReference, seen: tuple) -> ResolvedReference:
         if (ref.subject, ref.version) in seen:
@@ -97,7 +98,7 @@ class SchemaRegistry:
                                  target.schema, inner)
 
     def _parsed(self, schema: SchemaValue):
-        return self.parse(schema.schema_type, schema.schema, schema.references)
+        return self.parse(schema.schema_type, schema.schema, schema.references, new=False)
 
     # -- reads --------------------------------------------------------------------------------
     def subjects(self, *, deleted: bool = False, prefix: str = "") -> list[str]:
@@ -361,9 +362,9 @@ class SchemaRegistry:
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse_cached(schema_type: str, text: str, references: tuple[ResolvedReference, ...]):
+def _parse_cached(schema_type: str, text: str, references: tuple[ResolvedReference, ...], new: bool):
     try:
-        return parse_schema(schema_type, text, references)
+        return parse_schema(schema_type, text, references, new=new)
     except UnknownSchemaTypeError:
         raise errors.InvalidSchema(f"Unknown schema type {schema_type}") from None
     except InvalidSchemaError as exc:
