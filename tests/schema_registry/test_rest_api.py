@@ -3,11 +3,13 @@ and messages per endpoint, percent-encoded subjects, soft and hard deletes, conf
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from urllib.parse import quote
 
 import pytest
+from google.protobuf import descriptor_pb2
 from registry_http import CONTENT_TYPE, Registry
 
 from logbroker.testing import SCHEMA_REGISTRY_OVERRIDES, TEST_OVERRIDES, BrokerProcess
@@ -254,3 +256,17 @@ def test_concurrent_registrations_get_distinct_consecutive_ids(registry, subject
         ids = list(pool.map(lambda s: registry.register(subject if len(s) % 2 else subject + "-2", s), schemas))
     assert len(set(ids)) == 80
     assert sorted(ids) == list(range(min(ids), min(ids) + 80))
+
+
+def test_schema_text_endpoints_and_format(registry, subject):
+    proto = 'syntax = "proto3";\npackage fmt;\n\nmessage Point {\n  int32 x = 1;\n  int32 y = 2;\n}\n'
+    schema_id = registry.register(subject, proto, schemaType="PROTOBUF")
+    status, body = registry.get(f"/schemas/ids/{schema_id}")
+    assert status == 200 and body["schemaType"] == "PROTOBUF" and "message Point" in body["schema"]
+    status, body = registry.get(f"/schemas/ids/{schema_id}?format=serialized")
+    descriptor = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(body["schema"]))
+    assert descriptor.package == "fmt" and [m.name for m in descriptor.message_type] == ["Point"]
+    status, text, _ = registry.call("GET", f"/schemas/ids/{schema_id}/schema")
+    assert status == 200 and "message Point" in text
+    status, text, _ = registry.call("GET", f"/subjects/{enc(subject)}/versions/1/schema")
+    assert status == 200 and "message Point" in text
