@@ -50,10 +50,17 @@ def consumer_config(broker) -> dict:
                 "client.id": f"logbroker-schema-registry-{broker.broker_id}"}
     get = lambda key: config.listener_value(bound.name, key)  # noqa: E731
     if protocol in ("SSL", "SASL_SSL"):
-        if get("ssl.truststore.location"):
-            settings["ssl.ca.location"] = get("ssl.truststore.location")
-        if get("ssl.keystore.location"):
-            settings["ssl.certificate.location"] = settings["ssl.key.location"] = get("ssl.keystore.location")
+        # librdkafka's names for the listener's PEM settings (files or inline PEM text); the
+        # connection goes to this broker itself, so its certificate's host names are not checked.
+        for kafka_key, librdkafka_key in (("ssl.truststore.location", "ssl.ca.location"),
+                                          ("ssl.truststore.certificates", "ssl.ca.pem"),
+                                          ("ssl.keystore.location", "ssl.certificate.location"),
+                                          ("ssl.keystore.location", "ssl.key.location"),
+                                          ("ssl.keystore.certificate.chain", "ssl.certificate.pem"),
+                                          ("ssl.keystore.key", "ssl.key.pem"),
+                                          ("ssl.key.password", "ssl.key.password")):
+            if get(kafka_key):
+                settings[librdkafka_key] = get(kafka_key)
         settings["ssl.endpoint.identification.algorithm"] = "none"
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
         from logbroker.security.jaas import parse_jaas
