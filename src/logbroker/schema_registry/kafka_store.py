@@ -1,9 +1,9 @@
 """KafkaStore: the registry's records in the compacted, single-partition `_schemas` topic.
 
-Reading: every broker follows the topic from its start with a Kafka consumer (confluent-kafka,
-connected to this broker's inter-broker listener, as Confluent's registry follows it with its
-KafkaStoreReaderThread) in a thread of its own, and applies each record to the RegistryState on the
-event loop, in offset order. `position` is the offset after the last record applied.
+Reading: every broker follows the topic from its start as a consumer would (topic_reader.py:
+Fetch requests to the partition's leader on the inter-broker listener, as Confluent's registry
+follows it with its KafkaStoreReaderThread) and applies each record to the RegistryState, in
+offset order, on the event loop. `position` is the offset after the last record applied.
 
 Writing: only the leader of `_schemas` partition 0 writes, appending through its ReplicaManager with
 acks=-1, so an answer is sent only once the record is committed (a kill -9 after the answer loses
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 from collections.abc import AsyncIterator
 
 from logbroker.coordinator.internal_topics import ensure_internal_topic
@@ -28,6 +27,7 @@ from logbroker.records.builder import build_batch
 from logbroker.schema_registry import errors
 from logbroker.schema_registry.records import MalformedRecordError, RecordKey, decode_key, decode_value
 from logbroker.schema_registry.state import RegistryState
+from logbroker.schema_registry.topic_reader import SchemasTopicReader
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("io.confluent.kafka.schemaregistry.storage.KafkaStore")
@@ -42,25 +42,28 @@ class NotLeader(Exception):
 
 
 class KafkaStore:
-    def __init__(self, broker, *, topic: str, replication_factor: int, client_config: dict) -> None:
+    def __init__(self, broker, *, topic: str, replication_factor: int, leader_address, security) -> None:
+        """`leader_address()` is (host, port) of the leader of the topic's partition (None: none
+        now), on the listener `security` (a client.ClientSecurity) reaches."""
         self.broker = broker
         self.topic = topic
         self.tp = TopicPartition(topic, 0)
         self.replication_factor = replication_factor
-        self.client_config = client_config
         self.state = RegistryState()
         self.position = 0
-        self._progress = asyncio.Condition()
+        self.high_watermark: int | None = None  # the leader's, from the latest fetch
+        self._answered = asyncio.Event()  # set by the reader's first answer
+        self._waiters: list[tuple[int, asyncio.Future]] = []  # (offset, woken once position reaches it)
         self._lock = asyncio.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reader = SchemasTopicReader(self.tp, leader_address=leader_address, security=security,
+                                          client_id=f"logbroker-schema-registry-{broker.broker_id}",
+                                          on_records=self._apply)
+        self._reader_task: asyncio.Task | None = None
 
     # -- startup --------------------------------------------------------------------------------
     async def start(self) -> None:
         """Create the topic if need be, start following it and return once the state holds every
-        record the topic had when this was called (its high watermark). Retries until it can."""
-        self._loop = asyncio.get_running_loop()
+        record below the high watermark of the first answer. Retries until it can."""
         creating = StateChangeLog(log, f"Creating {self.topic}")
         while True:
             try:
@@ -69,10 +72,10 @@ class KafkaStore:
             except KafkaError as exc:
                 creating.failed(exc, logging.INFO)
                 await asyncio.sleep(1.0)
-        self._thread = threading.Thread(target=self._follow, name="schema-registry-reader", daemon=True)
-        self._thread.start()
-        end = await self._loop.run_in_executor(None, self._high_watermark)
-        await self._wait_for(end)
+        self._reader_task = asyncio.get_running_loop().create_task(self._reader.run(), name="schemas-reader")
+        await self._answered.wait()
+        end = self.high_watermark
+        await self._wait_for(end, timeout_s=None)  # however long the topic takes to read
         log.info("Read %s to offset %d: %d subject(s), largest id %d", self.topic, end,
                  len(self.state.subjects), self.state.max_id)
 
@@ -86,77 +89,37 @@ class KafkaStore:
                               replication_factor_key="schema.registry.topic.replication.factor",
                               configs={"cleanup.policy": "compact"})
 
-    def _high_watermark(self) -> int:
-        """Blocks: the topic's high watermark, asked of its leader (retried until there is one)."""
-        from confluent_kafka import Consumer, KafkaException
-        from confluent_kafka import TopicPartition as KTopicPartition
-        waiting = StateChangeLog(log, f"Asking the leader of {self.tp} for its high watermark")
-        while not self._stop.is_set():
-            consumer = Consumer(self._consumer_config())
-            try:
-                return consumer.get_watermark_offsets(KTopicPartition(self.topic, 0), timeout=5.0, cached=False)[1]
-            except KafkaException as exc:
-                waiting.failed(exc, logging.INFO)
-            finally:
-                consumer.close()
-            self._stop.wait(0.5)
-        return 0
-
-    def _consumer_config(self) -> dict:
-        return {**self.client_config, "group.id": f"logbroker-schema-registry-{self.broker.broker_id}",
-                "enable.auto.commit": False, "enable.partition.eof": False,
-                "fetch.wait.max.ms": 100, "isolation.level": "read_uncommitted"}
-
-    # -- reading (a thread of its own; applied on the loop) -------------------------------------
-    def _follow(self) -> None:
-        from confluent_kafka import OFFSET_BEGINNING, Consumer
-        from confluent_kafka import TopicPartition as KTopicPartition
-        consumer = Consumer(self._consumer_config())
-        try:
-            consumer.assign([KTopicPartition(self.topic, 0, OFFSET_BEGINNING)])
-            while not self._stop.is_set():
-                # poll() returns with the first record; consume(timeout=0) then takes what else is
-                # queued (consume() with a timeout would wait for the whole batch or the timeout).
-                first = consumer.poll(0.2)
-                if first is None:
-                    continue
-                messages = [first] + consumer.consume(500, timeout=0)
-                batch = []
-                for message in messages:
-                    if message.error() is not None:
-                        _bad_record_log.log(logging.WARNING, "consume", "Reading %s: %s", self.topic, message.error())
-                        continue
-                    batch.append((message.offset(), message.key(), message.value()))
-                if batch:
-                    self._loop.call_soon_threadsafe(self._apply, batch)
-        except Exception:  # noqa: BLE001 - the reader must say why it stopped
-            log.exception("The reader of %s stopped", self.topic)
-        finally:
-            consumer.close()
-
-    def _apply(self, batch: list[tuple[int, bytes | None, bytes | None]]) -> None:
-        for offset, key_bytes, value_bytes in batch:
-            if offset < self.position:
-                continue
-            self.position = offset + 1
+    # -- reading (records from the reader, on the loop) -----------------------------------------
+    def _apply(self, records, next_position: int, high_watermark: int) -> None:
+        for offset, key_bytes, value_bytes in records:
             try:
                 key = decode_key(key_bytes or b"")
                 self.state.apply(offset, key, decode_value(key, value_bytes))
             except MalformedRecordError as exc:
                 _bad_record_log.log(logging.WARNING, "malformed", "Skipping the record at offset %d of %s: %s",
                                     offset, self.topic, exc)
-        self._loop.create_task(self._notify())
+        self.position = next_position
+        self.high_watermark = high_watermark
+        self._answered.set()
+        waiting = []
+        for end, future in self._waiters:
+            if future.done():
+                continue
+            if next_position >= end:
+                future.set_result(None)
+            else:
+                waiting.append((end, future))
+        self._waiters = waiting
 
-    async def _notify(self) -> None:
-        async with self._progress:
-            self._progress.notify_all()
-
-    async def _wait_for(self, end: int) -> None:
-        """Wait until every record before offset `end` is applied (50002 after the timeout)."""
+    async def _wait_for(self, end: int, *, timeout_s: float | None = CATCH_UP_TIMEOUT_S) -> None:
+        """Wait until every record before offset `end` is applied (50002 after `timeout_s`)."""
+        if self.position >= end:
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.append((end, future))
         try:
-            async with asyncio.timeout(CATCH_UP_TIMEOUT_S):
-                async with self._progress:
-                    await self._progress.wait_for(lambda: self.position >= end)
+            async with asyncio.timeout(timeout_s):
+                await future
         except TimeoutError:
             raise errors.OperationTimeout(
                 f"The registry has read {self.topic} to offset {self.position}, not yet {end}") from None
@@ -192,6 +155,6 @@ class KafkaStore:
         await self._wait_for(result.last_offset + 1)
 
     async def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self._thread.join)
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+            await asyncio.gather(self._reader_task, return_exceptions=True)

@@ -6,7 +6,7 @@ taken port fails the start); then, in the background, the KafkaStore creates `_s
 and reads it to its end; only then do the listeners accept, so no request is answered from a state
 that lacks an acknowledged registration. `https://` listeners take the broker's PEM TLS keys
 (`ssl.keystore.location` …, or `listener.name.schema_registry.ssl.*`). The registry's Kafka
-consumer reaches this broker on its inter-broker listener with that listener's security.
+reader fetches `_schemas` from its leader on the inter-broker listener with that listener's security.
 """
 
 from __future__ import annotations
@@ -39,37 +39,27 @@ def parse_listeners(values: list[str]) -> list[RegistryListener]:
             for m in (REGISTRY_URL.match(value.strip()) for value in values)]
 
 
-def consumer_config(broker) -> dict:
-    """confluent-kafka settings to reach `broker` itself on its inter-broker listener."""
+def reader_endpoint(broker):
+    """(leader_address, security) for reading `_schemas`: a function giving the (host, port) of
+    the topic's leader on the inter-broker listener (None while it has none), and that listener's
+    client security (as brokers reach each other; on a single node, this broker itself)."""
+    from logbroker.server.listener_security import inter_broker_security
+    from logbroker.types import TopicPartition
     config = broker.config
-    name = config.inter_broker_listener_name
-    bound = next((l for l in broker.listeners if l.name == name), broker.listeners[0])
-    host = "127.0.0.1" if bound.host in ("", "0.0.0.0", "::") else bound.host
-    protocol = config.listener_security_protocol_map[bound.name]
-    settings = {"bootstrap.servers": f"{host}:{bound.port}", "security.protocol": protocol.lower(),
-                "client.id": f"logbroker-schema-registry-{broker.broker_id}"}
-    get = lambda key: config.listener_value(bound.name, key)  # noqa: E731
-    if protocol in ("SSL", "SASL_SSL"):
-        # librdkafka's names for the listener's PEM settings (files or inline PEM text); the
-        # connection goes to this broker itself, so its certificate's host names are not checked.
-        for kafka_key, librdkafka_key in (("ssl.truststore.location", "ssl.ca.location"),
-                                          ("ssl.truststore.certificates", "ssl.ca.pem"),
-                                          ("ssl.keystore.location", "ssl.certificate.location"),
-                                          ("ssl.keystore.location", "ssl.key.location"),
-                                          ("ssl.keystore.certificate.chain", "ssl.certificate.pem"),
-                                          ("ssl.keystore.key", "ssl.key.pem"),
-                                          ("ssl.key.password", "ssl.key.password")):
-            if get(kafka_key):
-                settings[librdkafka_key] = get(kafka_key)
-        settings["ssl.endpoint.identification.algorithm"] = "none"
-    if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-        from logbroker.security.jaas import parse_jaas
-        mechanism = config.sasl_mechanism_inter_broker_protocol
-        jaas = config.listener_jaas_config(bound.name, mechanism)
-        options = parse_jaas(jaas)[2] if jaas else {}
-        settings.update({"sasl.mechanism": mechanism, "sasl.username": options.get("username", ""),
-                         "sasl.password": options.get("password", "")})
-    return settings
+    tp = TopicPartition(config.schema_registry_topic, 0)
+    security = broker.inter_broker_security or inter_broker_security(config)
+
+    def leader_address() -> tuple[str, int] | None:
+        state = broker.store.partition_state(tp)
+        if state is None or state.leader < 0:
+            return None
+        if broker.zk is not None:
+            info = broker.inter_broker_endpoint(state.leader)
+            return None if info is None else (info.host, info.port)
+        bound = next((l for l in broker.listeners if l.name == config.inter_broker_listener_name),
+                     broker.listeners[0])
+        return ("127.0.0.1" if bound.host in ("", "0.0.0.0", "::") else bound.host), bound.port
+    return leader_address, security
 
 
 class SchemaRegistryServer:
@@ -82,9 +72,10 @@ class SchemaRegistryServer:
         config = broker.config
         self.broker = broker
         self.listeners = parse_listeners(config.schema_registry_listeners)
+        leader_address, security = reader_endpoint(broker)
         self.store = KafkaStore(broker, topic=config.schema_registry_topic,
                                 replication_factor=config.schema_registry_topic_replication_factor,
-                                client_config=consumer_config(broker))
+                                leader_address=leader_address, security=security)
         self.registry = SchemaRegistry(self.store)
         self.metrics = RegistryMetrics(self.store.state)
         forwarder = None
