@@ -94,7 +94,7 @@ class KafkaStore:
         for offset, key_bytes, value_bytes in records:
             try:
                 key = decode_key(key_bytes or b"")
-                self.state.apply(offset, key, decode_value(key, value_bytes))
+                self.state.apply(key, decode_value(key, value_bytes))
             except MalformedRecordError as exc:
                 _bad_record_log.log(logging.WARNING, "malformed", "Skipping the record at offset %d of %s: %s",
                                     offset, self.topic, exc)

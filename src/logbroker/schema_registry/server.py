@@ -108,6 +108,12 @@ class SchemaRegistryServer:
         self._tasks.append(asyncio.get_running_loop().create_task(self._serve(), name="schema-registry"))
 
     async def _serve(self) -> None:
+        try:
+            await self._start_serving()
+        except Exception:  # noqa: BLE001 - the broker goes on; the log says why the registry does not
+            log.exception("The schema registry could not start")
+
+    async def _start_serving(self) -> None:
         await self.store.start()
         for listener, sock in zip(self.listeners, self._sockets):
             config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off",

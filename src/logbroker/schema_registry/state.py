@@ -1,12 +1,11 @@
 """The registry's state: what the `_schemas` topic says, applied record by record in offset order.
 
 Every broker builds the same state from the same records, so every broker answers reads alike.
-Invariants: `max_id` is the largest id any SCHEMA record read so far carried (a hard delete does not
-lower it), so an id handed out as `max_id + 1` was never used before in the records read; a subject's
-versions are keyed by their number; `applied_offset` is the offset of the last record applied
-(-1: none). `ids_by_schema` finds the id of a schema text as stored (the canonical form, as
-Confluent's registry stores it too). A record that is not Confluent's JSON is skipped (the reader logs it once). Pure
-computation, event loop only.
+Invariants: `max_id` is the largest id any SCHEMA record read so far carried (a hard delete does
+not lower it), so an id handed out as `max_id + 1` was never used before in the records read; a
+subject's versions are keyed by their number. `ids_by_schema` finds the id of a schema text as
+stored (the canonical form, as Confluent's registry stores it too). A record that is not
+Confluent's JSON is skipped (the reader logs it once). Pure computation, event loop only.
 """
 
 from __future__ import annotations
@@ -37,11 +36,9 @@ class RegistryState:
         self.configs: dict[str | None, ConfigValue] = {}
         self.modes: dict[str | None, str] = {}
         self.max_id = 0
-        self.applied_offset = -1
 
-    def apply(self, offset: int, key: RecordKey, value) -> None:
-        """Apply the record at `offset` (`value` decoded; None is a tombstone)."""
-        self.applied_offset = offset
+    def apply(self, key: RecordKey, value) -> None:
+        """Apply the next record (`value` decoded; None is a tombstone)."""
         if key.keytype == SCHEMA:
             self._apply_schema(key, value)
         elif key.keytype == CONFIG:
