@@ -1,0 +1,71 @@
+"""HTTP Basic authentication of the registry against the broker's SASL users (PLAIN from JAAS,
+SCRAM from the credential store): reads need a user, config/mode changes and deletes a super user."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+from registry_http import Registry
+
+from logbroker.testing import SCHEMA_REGISTRY_OVERRIDES, TEST_OVERRIDES, BrokerProcess
+
+PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
+JAAS = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="admin" password="admin-secret" '
+        + " ".join(f'user_{u}="{p}"' for u, p in PASSWORDS.items()) + ";")
+OVERRIDES = {
+    **TEST_OVERRIDES, **SCHEMA_REGISTRY_OVERRIDES,
+    "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+    "security.inter.broker.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism.inter.broker.protocol": "PLAIN",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "super.users": "User:admin",
+}
+UNAUTHORIZED = (401, {"error_code": 401, "message": "Unauthorized"})
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    broker = BrokerProcess(tmp_path_factory.mktemp("secured"), overrides=OVERRIDES).start()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"})
+    upsert = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                          b"carol-secret")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(timeout=10)
+    yield broker.schema_registry_url()
+    broker.kill()
+
+
+def test_requests_without_valid_credentials_get_401(secured):
+    status, body, headers = Registry(secured).call("GET", "/subjects")
+    assert (status, body) == UNAUTHORIZED
+    assert {k.lower(): v for k, v in headers.items()}["www-authenticate"].startswith("Basic")
+    assert Registry(secured, user="alice", password="wrong").get("/subjects") == UNAUTHORIZED
+    assert Registry(secured, user="mallory", password="x").get("/subjects") == UNAUTHORIZED
+    assert Registry(secured, user="carol", password="alice-secret").get("/subjects") == UNAUTHORIZED
+
+
+def test_plain_and_scram_users_read_and_register(secured):
+    alice = Registry(secured, user="alice", password="alice-secret")
+    carol = Registry(secured, user="carol", password="carol-secret")
+    schema_id = alice.register("alice-value", '"string"')
+    assert carol.get("/subjects/alice-value/versions/1")[1]["id"] == schema_id
+    assert carol.register("carol-value", '"string"') == schema_id
+
+
+def test_config_mode_and_deletes_need_a_super_user(secured):
+    alice = Registry(secured, user="alice", password="alice-secret")
+    admin = Registry(secured, user="admin", password="admin-secret")
+    alice.register("guarded", '"int"')
+    for method, path, body in (("PUT", "/config", {"compatibility": "NONE"}),
+                               ("PUT", "/mode/guarded", {"mode": "READONLY"}),
+                               ("DELETE", "/subjects/guarded", None),
+                               ("DELETE", "/subjects/guarded/versions/1", None)):
+        status, answer, _ = alice.call(method, path, body)
+        assert (status, answer["error_code"]) == (403, 40301), (method, path)
+    assert alice.get("/subjects/guarded/versions") == (200, [1])
+    assert admin.put("/config/guarded", {"compatibility": "NONE"}) == (200, {"compatibility": "NONE"})
+    assert admin.delete("/subjects/guarded") == (200, [1])
