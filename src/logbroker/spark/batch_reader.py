@@ -13,17 +13,20 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
 
 from logbroker.spark.cluster import ClusterView
 from logbroker.spark.errors import OptionError
 from logbroker.spark.fetch import OffsetRange, read_range, split_ranges
 from logbroker.spark.offsets import EARLIEST, LATEST
 from logbroker.spark.options import SourceOptions
+from logbroker.spark.typed.decoding import decoded
 
 
 class LogbrokerBatchReader(DataSourceReader):
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, schema: StructType | None = None) -> None:
         self.options = options
+        self.schema = schema
 
     def plan_ranges(self) -> list[OffsetRange]:
         options = self.options
@@ -53,6 +56,7 @@ class LogbrokerBatchReader(DataSourceReader):
         if self.options.path is not None:
             from logbroker.spark.offline import read_segment
 
-            yield from read_segment(self.options, partition.value)
+            batches = read_segment(self.options, partition.value)
         else:
-            yield from read_range(self.options, partition.value)
+            batches = read_range(self.options, partition.value)
+        yield from decoded(self.options.typed, self.schema, batches)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from logbroker.spark.errors import OptionError
 from logbroker.spark.offsets import EARLIEST, LATEST, OffsetSpec, parse_offset_spec, \
     parse_timestamp_spec
+from logbroker.spark.typed.options import TypedOptions, parse_typed_options
 
 SUBSCRIPTION_OPTIONS = ("subscribe", "subscribepattern", "assign")
 
@@ -70,6 +71,8 @@ class SourceOptions:
     arrow_batch_rows: int = 10_000
     # Offline backfill: a log dir to read segment files from instead of brokers.
     path: str | None = None
+    # keyFormat / valueFormat: registry-framed columns decoded to structs (spark/typed/).
+    typed: TypedOptions | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +87,8 @@ class SinkOptions:
     exactly_once: bool | None = None
     # transactional.id = "<prefix>-<query id>-<Spark partition>" (see exactly_once.py).
     transactional_id_prefix: str = "logbroker-spark"
+    # keyFormat / valueFormat: struct columns encoded registry-framed (spark/typed/).
+    typed: TypedOptions | None = None
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -232,10 +237,11 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         raise OptionError("option 'startingOffsets' cannot use -1 (latest) in batch queries")
     ending = _offset_option(opts, "ending", OffsetSpec(kind="latest"), ending=True)
     poll_timeout_ms = _positive_int(opts, "kafkaConsumer.pollTimeoutMs") or 120_000
+    subscription = _subscription(opts, optional=path is not None)
     return SourceOptions(
         bootstrap_servers=bootstrap,
         kafka_config=config,
-        subscription=_subscription(opts, optional=path is not None),
+        subscription=subscription,
         starting=starting,
         ending=ending,
         max_offsets_per_trigger=_positive_int(opts, "maxOffsetsPerTrigger"),
@@ -249,7 +255,19 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         group_id_prefix=opts.get("groupidprefix", "spark-kafka-source"),
         arrow_batch_rows=_positive_int(opts, "arrowBatchRows") or 10_000,
         path=path,
+        typed=_typed_source(opts, subscription),
     )
+
+
+def _typed_source(opts: Mapping[str, str], subscription: Subscription) -> TypedOptions | None:
+    return parse_typed_options(opts, topic=subscription.topics[0]
+                               if len(subscription.topics) == 1 else None)
+
+
+def parse_typed_source_options(options: Mapping[str, str]) -> TypedOptions | None:
+    """Only the typed-column options of a read (what the source's schema depends on)."""
+    opts = _lower(options)
+    return _typed_source(opts, _subscription(opts, optional=True))
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -263,4 +281,5 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
                               "exactlyOnce / transactionalIdPrefix)")
     prefix = opts.get("transactionalidprefix", "logbroker-spark").strip() or "logbroker-spark"
     return SinkOptions(bootstrap_servers=bootstrap, kafka_config=config, topic=topic,
-                       exactly_once=exactly_once, transactional_id_prefix=prefix)
+                       exactly_once=exactly_once, transactional_id_prefix=prefix,
+                       typed=parse_typed_options(opts, topic=topic))

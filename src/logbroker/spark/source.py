@@ -18,7 +18,8 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStre
 from pyspark.sql.types import StructType
 
 from logbroker.spark.arrow import kafka_schema
-from logbroker.spark.options import parse_sink_options, parse_source_options
+from logbroker.spark.options import (parse_sink_options, parse_source_options,
+                                     parse_typed_source_options)
 
 
 class LogbrokerDataSource(DataSource):
@@ -30,23 +31,31 @@ class LogbrokerDataSource(DataSource):
 
     def schema(self) -> StructType:
         include_headers = str(self.options.get("includeHeaders", "false")).strip().lower()
-        return kafka_schema(include_headers=include_headers == "true")
+        schema = kafka_schema(include_headers=include_headers == "true")
+        typed = parse_typed_source_options(self.options)
+        if typed is None:
+            return schema
+        from logbroker.spark.typed.decoding import typed_schema
+
+        return typed_schema(schema, typed)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from logbroker.spark.batch_reader import LogbrokerBatchReader
 
-        return LogbrokerBatchReader(parse_source_options(self.options, streaming=False))
+        return LogbrokerBatchReader(_pinned(parse_source_options(self.options, streaming=False)),
+                                    schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from logbroker.spark.stream_reader import LogbrokerStreamReader
 
-        return LogbrokerStreamReader(parse_source_options(self.options, streaming=True))
+        return LogbrokerStreamReader(_pinned(parse_source_options(self.options, streaming=True)),
+                                     schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from logbroker.spark.producing import check_sink_schema
         from logbroker.spark.writer import LogbrokerWriter
 
-        options = parse_sink_options(self.options)
+        options = _settled(parse_sink_options(self.options), schema)
         check_sink_schema(schema, options)
         return LogbrokerWriter(options)
 
@@ -57,8 +66,30 @@ class LogbrokerDataSource(DataSource):
         from logbroker.spark.producing import check_sink_schema
         from logbroker.spark.writer import LogbrokerStreamWriter
 
-        options = parse_sink_options(self.options)
+        options = _settled(parse_sink_options(self.options), schema)
         check_sink_schema(schema, options)
         if options.exactly_once is None:
             options = replace(options, exactly_once=brokers_support_transactions(options))
         return LogbrokerStreamWriter(options)
+
+
+def _pinned(options):
+    """Typed reads: the reader schemas' versions fixed now, for every task of the query."""
+    if options.typed is None:
+        return options
+    from dataclasses import replace
+
+    from logbroker.spark.typed.decoding import pin_versions
+
+    return replace(options, typed=pin_versions(options.typed))
+
+
+def _settled(options, schema: StructType):
+    """Typed writes: the writer schema ids settled (registered if asked) before tasks run."""
+    if options.typed is None:
+        return options
+    from dataclasses import replace
+
+    from logbroker.spark.typed.encoding import settle_schemas
+
+    return replace(options, typed=settle_schemas(options.typed, schema))

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StructType
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
                                               SupportsTriggerAvailableNow)
 
@@ -34,6 +35,7 @@ from logbroker.spark.errors import DataLossError
 from logbroker.spark.fetch import OffsetRange, read_range, split_ranges
 from logbroker.spark.offsets import EARLIEST, PartitionOffsets, from_json_dict, to_json_dict
 from logbroker.spark.options import SourceOptions
+from logbroker.spark.typed.decoding import decoded
 
 
 def rate_limit(start: PartitionOffsets, latest: PartitionOffsets, max_rows: int) -> PartitionOffsets:
@@ -60,8 +62,9 @@ def rate_limit(start: PartitionOffsets, latest: PartitionOffsets, max_rows: int)
 
 
 class LogbrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, schema: StructType | None = None) -> None:
         self.options = options
+        self.schema = schema
         self._cluster: ClusterView | None = None
         self._available_now_target: PartitionOffsets | None = None
         self._last_batch_monotonic = time.monotonic()
@@ -153,7 +156,7 @@ class LogbrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return [InputPartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_range(self.options, partition.value)
+        yield from decoded(self.options.typed, self.schema, read_range(self.options, partition.value))
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the offsets live in Spark's checkpoint, not in a consumer group."""

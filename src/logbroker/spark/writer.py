@@ -12,6 +12,7 @@ Delivery guarantee: batch writes and streaming writes with exactlyOnce=false are
 like Spark's own Kafka sink — a micro-batch that Spark replays after a failure is produced again.
 Streaming writes are exactly once by default when the brokers support transactions
 (exactly_once.py). Producers are reused across tasks of a Python worker (clients.py).
+With keyFormat / valueFormat, struct columns are encoded registry-framed first (typed/encoding.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from logbroker.spark.exactly_once import write_exactly_once
 from logbroker.spark.options import SinkOptions
 from logbroker.spark.producing import ProducedCount, produce_batches
+from logbroker.spark.typed.encoding import encoded
 
 
 class LogbrokerWriter(DataSourceArrowWriter):
@@ -31,7 +33,7 @@ class LogbrokerWriter(DataSourceArrowWriter):
         self.options = options
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> ProducedCount:
-        return ProducedCount(produce_batches(self.options, iterator))
+        return ProducedCount(produce_batches(self.options, encoded(self.options.typed, iterator)))
 
     def commit(self, messages) -> None:
         """Every record was acknowledged before its task returned; nothing left to do."""
@@ -47,6 +49,7 @@ class LogbrokerStreamWriter(DataSourceStreamArrowWriter):
         self.options = options
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> ProducedCount:
+        iterator = encoded(self.options.typed, iterator)
         if self.options.exactly_once:
             return write_exactly_once(self.options, iterator)
         return ProducedCount(produce_batches(self.options, iterator))

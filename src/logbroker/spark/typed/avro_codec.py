@@ -1,0 +1,154 @@
+"""Avro columns: Spark types from Avro schemas (as Spark's `from_avro` maps them), Avro schemas
+from Spark types (as `to_avro` derives them), and record decoding with schema resolution.
+
+Type mapping, Avro → Spark: record → struct, int → int, long → long, float, double, boolean,
+string and enum → string, bytes and fixed → binary, array → array, map → map<string, _>,
+["null", T] → T (nullable); logical types date → date, timestamp-millis/-micros → timestamp,
+decimal → decimal(p, s). A union of several non-null types is refused (no Spark type holds it
+without losing which branch a value took).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import fastavro
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType,
+                               DecimalType, DoubleType, FloatType, IntegerType, LongType, MapType,
+                               StringType, StructField, StructType, TimestampNTZType,
+                               TimestampType)
+
+from logbroker.schema_registry.formats import ResolvedReference
+from logbroker.schema_registry.formats.model import flatten_references
+from logbroker.spark.errors import OptionError
+
+_PRIMITIVES: dict[str, DataType] = {
+    "int": IntegerType(), "long": LongType(), "float": FloatType(), "double": DoubleType(),
+    "boolean": BooleanType(), "string": StringType(), "bytes": BinaryType(),
+}
+_LOGICAL: dict[str, DataType] = {
+    "date": DateType(), "timestamp-millis": TimestampType(), "timestamp-micros": TimestampType(),
+    "local-timestamp-millis": TimestampNTZType(), "local-timestamp-micros": TimestampNTZType(),
+}
+
+
+def parse(text: str, references: Sequence[ResolvedReference] = ()) -> tuple[Any, dict]:
+    """fastavro's parsed schema and its named types (references parsed first)."""
+    named: dict = {}
+    for ref in flatten_references(references):
+        fastavro.parse_schema(json.loads(ref.schema), named_schemas=named)
+    return fastavro.parse_schema(json.loads(text), named_schemas=named), named
+
+
+def spark_type(schema: Any, named: dict) -> DataType:
+    """The Spark type of a parsed Avro schema; records must be the top level of a column."""
+    return _spark_type(schema, named, ())
+
+
+def _spark_type(schema: Any, named: dict, seen: tuple[str, ...]) -> DataType:
+    if isinstance(schema, str):
+        if schema in _PRIMITIVES:
+            return _PRIMITIVES[schema]
+        if schema in seen:
+            raise OptionError(f"Avro type {schema!r} is recursive: Spark has no type for it")
+        if schema in named:
+            return _spark_type(named[schema], named, seen)
+        raise OptionError(f"Avro type {schema!r} has no Spark type")
+    if isinstance(schema, list):
+        branches = [b for b in schema if b != "null"]
+        if len(branches) != 1:
+            raise OptionError(f"an Avro union of {len(branches)} non-null types has no Spark type")
+        return _spark_type(branches[0], named, seen)
+    kind = schema["type"]
+    logical = schema.get("logicalType")
+    if logical in _LOGICAL:
+        return _LOGICAL[logical]
+    if logical == "decimal":
+        return DecimalType(schema["precision"], schema.get("scale", 0))
+    if kind == "record":
+        inner = (*seen, schema["name"])
+        return StructType([StructField(f["name"], _spark_type(f["type"], named, inner),
+                                       nullable=_nullable(f["type"]))
+                           for f in schema["fields"]])
+    if kind == "array":
+        items = schema["items"]
+        return ArrayType(_spark_type(items, named, seen), containsNull=_nullable(items))
+    if kind == "map":
+        values = schema["values"]
+        return MapType(StringType(), _spark_type(values, named, seen),
+                       valueContainsNull=_nullable(values))
+    if kind == "enum":
+        return StringType()
+    if kind == "fixed":
+        return BinaryType()
+    return _spark_type(kind, named, seen)
+
+
+def _nullable(schema: Any) -> bool:
+    return schema == "null" or (isinstance(schema, list) and "null" in schema)
+
+
+def avro_schema(data_type: StructType, name: str = "topLevelRecord") -> dict:
+    """The Avro record schema a Spark struct is written with; nullable fields are
+    ["null", T] with default null, so a reader schema can add them later."""
+    return _record(data_type, name)
+
+
+def _record(data_type: StructType, name: str) -> dict:
+    fields = []
+    for f in data_type.fields:
+        field: dict[str, Any] = {"name": f.name, "type": _avro_type(f.dataType, f.name)}
+        if f.nullable:
+            field["type"] = ["null", field["type"]]
+            field["default"] = None
+        fields.append(field)
+    return {"type": "record", "name": name, "fields": fields}
+
+
+def _avro_type(data_type: DataType, name: str) -> Any:
+    simple = {IntegerType: "int", LongType: "long", FloatType: "float", DoubleType: "double",
+              BooleanType: "boolean", StringType: "string", BinaryType: "bytes"}
+    for spark_class, avro in simple.items():
+        if isinstance(data_type, spark_class):
+            return avro
+    if isinstance(data_type, TimestampType):
+        return {"type": "long", "logicalType": "timestamp-micros"}
+    if isinstance(data_type, TimestampNTZType):
+        return {"type": "long", "logicalType": "local-timestamp-micros"}
+    if isinstance(data_type, DateType):
+        return {"type": "int", "logicalType": "date"}
+    if isinstance(data_type, DecimalType):
+        return {"type": "bytes", "logicalType": "decimal", "precision": data_type.precision,
+                "scale": data_type.scale}
+    if isinstance(data_type, StructType):
+        return _record(data_type, name)
+    if isinstance(data_type, ArrayType):
+        items = _avro_type(data_type.elementType, name)
+        return {"type": "array", "items": ["null", items] if data_type.containsNull else items}
+    if isinstance(data_type, MapType) and isinstance(data_type.keyType, StringType):
+        values = _avro_type(data_type.valueType, name)
+        return {"type": "map",
+                "values": ["null", values] if data_type.valueContainsNull else values}
+    raise OptionError(f"column type {data_type.simpleString()} has no Avro type")
+
+
+def decoder(writer: Any, reader: Any | None) -> Callable[[bytes], Any]:
+    """Decodes an Avro body written with `writer`, resolved to `reader` (None: the same)."""
+    reader_schema = reader if reader is not None and reader is not writer else None
+
+    def decode(body: bytes) -> Any:
+        return fastavro.schemaless_reader(io.BytesIO(body), writer, reader_schema)
+
+    return decode
+
+
+def encoder(schema: Any) -> Callable[[Any], bytes]:
+    def encode(value: Any) -> bytes:
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, schema, value)
+        return out.getvalue()
+
+    return encode
