@@ -23,6 +23,8 @@ import pyarrow as pa
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from pyspark.sql.types import DataType, StructField, StructType
 
+from logbroker.schema_registry import wire
+from logbroker.spark.errors import OptionError
 from logbroker.spark.typed import avro_codec, json_codec, protobuf_codec, registry
 from logbroker.spark.typed.options import ColumnFormat, TypedOptions
 
@@ -52,7 +54,11 @@ class ColumnDecoder:
             self.reader, named = avro_codec.parse(text, references)
             self.spark_type: DataType = avro_codec.spark_type(self.reader, named)
         elif column.format == "protobuf":
-            descriptor = protobuf_codec.message_descriptor(text, references, column.message_name)
+            try:
+                descriptor = wire.message_by_name(wire.protobuf_file(text, references),
+                                                  column.message_name)
+            except KeyError as e:
+                raise OptionError(f"{column.column}: {e.args[0]}") from None
             self.spark_type = protobuf_codec.spark_type(descriptor)
             self._shared = protobuf_codec.decoder(descriptor)
         else:
@@ -77,18 +83,19 @@ class ColumnDecoder:
             return avro_codec.decoder(parsed, self.reader)
         if self.column.format == "protobuf":
             shared = self._shared
-            return lambda body: shared(protobuf_codec.message_body(body))
+            return lambda body: shared(wire.message_indexes(body)[1])
         return self._shared
 
     def decode(self, raw: bytes) -> Any:
-        if len(raw) < 5 or raw[0] != 0:
-            raise BadRecord("not framed by a schema registry serializer (no magic byte 0)")
-        schema_id = int.from_bytes(raw[1:5], "big")
+        try:
+            schema_id, body = wire.split_frame(raw)
+        except wire.FramingError as e:
+            raise BadRecord(str(e)) from None
         decode = self._by_id.get(schema_id)
         if decode is None:
             decode = self._by_id[schema_id] = self._decoder(schema_id)
         try:
-            return decode(raw[5:])
+            return decode(body)
         except Exception as e:  # fastavro, protobuf and json raise many kinds
             raise BadRecord(f"does not decode with schema id {schema_id}: "
                             f"{type(e).__name__}: {e}") from None

@@ -14,19 +14,15 @@ array, map → map, google.protobuf.Timestamp → timestamp. Recursive messages 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DoubleType,
                                FloatType, IntegerType, LongType, MapType, StringType, StructField,
                                StructType, TimestampType)
 
-from logbroker.schema_registry.formats import ResolvedReference
-from logbroker.schema_registry.formats.model import flatten_references
-from logbroker.schema_registry.formats.protobuf_compile import MAIN_FILE, compile_files
-from logbroker.schema_registry.formats.protobuf_schema import _as_text
 from logbroker.spark.errors import OptionError
 
 TIMESTAMP = "google.protobuf.Timestamp"
@@ -41,46 +37,6 @@ _SCALARS: dict[int, DataType] = {
     FieldDescriptor.TYPE_BYTES: BinaryType(), FieldDescriptor.TYPE_ENUM: StringType(),
 }
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-
-
-def message_descriptor(text: str, references: Sequence[ResolvedReference],
-                       message_name: str | None) -> Descriptor:
-    """The named message of the schema (full name, or relative to its package), or its first."""
-    deps = [(ref.name, _as_text(ref.schema)) for ref in flatten_references(references)]
-    files = compile_files(_as_text(text), deps)
-    pool = descriptor_pool.DescriptorPool()
-    added: set[str] = set()
-
-    def add(name: str) -> None:
-        if name in added:
-            return
-        added.add(name)
-        file = files.get(name)
-        if file is None:  # a well-known type protoc did not hand back
-            file = descriptor_pb2.FileDescriptorProto()
-            descriptor_pool.Default().FindFileByName(name).CopyToProto(file)
-        for dependency in file.dependency:
-            add(dependency)
-        pool.Add(file)
-
-    _import_well_known_types()
-    add(MAIN_FILE)
-    main = pool.FindFileByName(MAIN_FILE)
-    if message_name is None:
-        if not main.message_types_by_name:
-            raise OptionError("the Protobuf schema defines no message")
-        return next(iter(main.message_types_by_name.values()))
-    for candidate in (message_name, f"{main.package}.{message_name}"):
-        try:
-            return pool.FindMessageTypeByName(candidate)
-        except KeyError:
-            continue
-    raise OptionError(f"the Protobuf schema has no message {message_name!r}")
-
-
-def _import_well_known_types() -> None:
-    from google.protobuf import (any_pb2, duration_pb2, empty_pb2, struct_pb2,  # noqa: F401
-                                 timestamp_pb2, wrappers_pb2)
 
 
 def spark_type(descriptor: Descriptor, seen: tuple[str, ...] = ()) -> StructType:
@@ -152,26 +108,3 @@ def _single_value(field: FieldDescriptor, value: Any) -> Any:
         enum_value = field.enum_type.values_by_number.get(value)
         return enum_value.name if enum_value is not None else str(value)
     return value
-
-
-def message_body(payload: bytes) -> bytes:
-    """The Protobuf body after Confluent's message indexes: a zigzag varint count, then that
-    many zigzag varint indexes (a single 0 byte for [0], the first message)."""
-    position = 0
-    count, position = _varint(payload, position)
-    for _ in range((count >> 1) ^ -(count & 1)):
-        _, position = _varint(payload, position)
-    return payload[position:]
-
-
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if position >= len(data) or shift > 63:
-            raise ValueError("truncated Protobuf message indexes")
-        byte = data[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return result, position

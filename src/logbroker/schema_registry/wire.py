@@ -1,0 +1,117 @@
+"""Confluent's wire framing of a serialized key or value, and Protobuf message types compiled
+from registered schemas: what readers of registry-framed records share (the Spark data source,
+the web console). Pure: no network, no pyspark.
+
+A framed record is magic byte 0, the writer's schema id (4 bytes, big-endian), then the body.
+A Protobuf body starts with the message indexes: a zigzag varint count, then that many zigzag
+varint indexes into the schema's (nested) message types; a single 0 byte stands for [0], the
+schema's first message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf.descriptor import Descriptor
+
+from logbroker.schema_registry.formats import ResolvedReference
+from logbroker.schema_registry.formats.model import flatten_references
+from logbroker.schema_registry.formats.protobuf_compile import MAIN_FILE, compile_files
+from logbroker.schema_registry.formats.protobuf_schema import _as_text
+
+HEADER_SIZE = 5
+
+
+class FramingError(ValueError):
+    """The bytes are not a registry-framed record."""
+
+
+def split_frame(data: bytes) -> tuple[int, bytes]:
+    """(schema id, body) of a framed record; raises FramingError for anything else."""
+    if len(data) < HEADER_SIZE or data[0] != 0:
+        raise FramingError("not framed by a schema registry serializer (no magic byte 0)")
+    return int.from_bytes(data[1:HEADER_SIZE], "big"), data[HEADER_SIZE:]
+
+
+def message_indexes(body: bytes) -> tuple[list[int], bytes]:
+    """The Protobuf message indexes at the start of `body`, and the message bytes after them."""
+    count, position = _zigzag(body, 0)
+    if count == 0:
+        return [0], body[position:]
+    if count < 0 or count > 100:
+        raise FramingError(f"{count} Protobuf message indexes")
+    indexes = []
+    for _ in range(count):
+        index, position = _zigzag(body, position)
+        indexes.append(index)
+    return indexes, body[position:]
+
+
+def _zigzag(data: bytes, position: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if position >= len(data) or shift > 63:
+            raise FramingError("truncated Protobuf message indexes")
+        byte = data[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), position
+
+
+def protobuf_file(text: str, references: Sequence[ResolvedReference]):
+    """The schema compiled into a descriptor pool with its references and Google's well-known
+    types; returns the schema's FileDescriptor."""
+    deps = [(ref.name, _as_text(ref.schema)) for ref in flatten_references(references)]
+    files = compile_files(_as_text(text), deps)
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+
+    def add(name: str) -> None:
+        if name in added:
+            return
+        added.add(name)
+        file = files.get(name)
+        if file is None:  # a well-known type protoc did not hand back
+            file = descriptor_pb2.FileDescriptorProto()
+            descriptor_pool.Default().FindFileByName(name).CopyToProto(file)
+        for dependency in file.dependency:
+            add(dependency)
+        pool.Add(file)
+
+    _import_well_known_types()
+    add(MAIN_FILE)
+    return pool.FindFileByName(MAIN_FILE)
+
+
+def message_by_name(file, name: str | None) -> Descriptor:
+    """The message `name` (full, or relative to the file's package), or the file's first.
+    Raises KeyError when there is none."""
+    if name is None:
+        if not file.message_types_by_name:
+            raise KeyError("the Protobuf schema defines no message")
+        return next(iter(file.message_types_by_name.values()))
+    for candidate in (name, f"{file.package}.{name}"):
+        try:
+            return file.pool.FindMessageTypeByName(candidate)
+        except KeyError:
+            continue
+    raise KeyError(f"the Protobuf schema has no message {name!r}")
+
+
+def message_by_indexes(file, indexes: Sequence[int]) -> Descriptor:
+    """The message the indexes point to. Raises KeyError when they point nowhere."""
+    try:
+        message = file.message_types_by_name[list(file.message_types_by_name)[indexes[0]]]
+        for index in indexes[1:]:
+            message = message.nested_types[index]
+    except IndexError:
+        raise KeyError(f"no Protobuf message at indexes {list(indexes)}") from None
+    return message
+
+
+def _import_well_known_types() -> None:
+    from google.protobuf import (any_pb2, duration_pb2, empty_pb2, struct_pb2,  # noqa: F401
+                                 timestamp_pb2, wrappers_pb2)
