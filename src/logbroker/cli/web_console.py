@@ -3,6 +3,7 @@ ACLs and SCRAM users) for logbroker or any Kafka cluster.
 
     logbroker console --bootstrap-server localhost:9092            # http://127.0.0.1:9021
     logbroker console --command-config admin.properties --read-only
+    logbroker console --schema-registry-url http://localhost:8081   # the Schemas page
     LOGBROKER_CONSOLE_PASSWORD=… logbroker console --host 0.0.0.0 --user ops \\
         --ssl-certfile console.pem --ssl-keyfile console.key
 
@@ -71,11 +72,18 @@ def read_password(password_file: str | None) -> str | None:
               help="Serve HTTPS with this PEM certificate (chain).")
 @click.option("--ssl-keyfile", type=click.Path(dir_okay=False),
               help="The PEM private key of --ssl-certfile (if not in that file).")
+@click.option("--schema-registry-url",
+              help="A Confluent-compatible schema registry (e.g. the broker's "
+                   "schema.registry.listeners): the Schemas page, and framed values decoded.")
+@click.option("--schema-registry-config", type=click.Path(dir_okay=False),
+              help="A properties file of schema registry client configs "
+                   "(basic.auth.user.info, ssl.ca.location, ...).")
 @click.option("--sample-interval", "sample_interval_s", type=float, default=5.0,
               show_default=True, help="Seconds between the throughput and lag samples.")
 def console(bootstrap_server: str, command_config: str | None, host: str, port: int,
             read_only: bool, user: str | None, password_file: str | None,
-            ssl_certfile: str | None, ssl_keyfile: str | None, sample_interval_s: float) -> None:
+            ssl_certfile: str | None, ssl_keyfile: str | None, schema_registry_url: str | None,
+            schema_registry_config: str | None, sample_interval_s: float) -> None:
     """Serve a web console for a Kafka cluster (topics, messages, groups, ACLs)."""
     password = read_password(password_file)
     if password is not None and not user:
@@ -101,6 +109,9 @@ def console(bootstrap_server: str, command_config: str | None, host: str, port: 
                  f"{getattr(e, 'strerror', None) or getattr(e, 'reason', None) or e}.")
 
     properties = load_properties_file(command_config, "--command-config")
+    registry_config = load_properties_file(schema_registry_config, "--schema-registry-config")
+    if registry_config and not schema_registry_url:
+        raise click.UsageError("--schema-registry-config needs --schema-registry-url.")
     admin_client(bootstrap_server, command_config)  # fails with one sentence if unreachable
 
     import uvicorn
@@ -108,6 +119,7 @@ def console(bootstrap_server: str, command_config: str | None, host: str, port: 
     from logbroker.webconsole.app import create_app
     from logbroker.webconsole.cluster import Cluster
     from logbroker.webconsole.guard import Credentials
+    from logbroker.webconsole.schemas import SchemaBrowser
 
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -119,7 +131,9 @@ def console(bootstrap_server: str, command_config: str | None, host: str, port: 
     cluster = Cluster(bootstrap_server, properties)
     app = create_app(cluster, read_only=read_only,
                      credentials=Credentials(user, password) if user else None,
-                     sample_interval_s=sample_interval_s)
+                     sample_interval_s=sample_interval_s,
+                     schemas=SchemaBrowser(schema_registry_url, registry_config)
+                     if schema_registry_url else None)
     server = _server_class()(uvicorn.Config(app, log_level="warning", access_log=False,
                                             lifespan="on", loop="asyncio",
                                             ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile))

@@ -24,10 +24,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from logbroker.webconsole import paging, render
+from logbroker.webconsole import schemas as schema_view
 from logbroker.webconsole.cluster import Cluster, ConsoleError, NotFoundError
 from logbroker.webconsole.guard import Credentials, GuardMiddleware
 from logbroker.webconsole.model import Acl
 from logbroker.webconsole.sampler import Sampler
+from logbroker.webconsole.schemas import SchemaBrowser
 
 HERE = Path(__file__).parent
 TOPICS_PER_PAGE = 50
@@ -36,10 +38,13 @@ LIMITS = (10, 20, 50, 100, 200, 500)
 
 
 def create_app(cluster: Cluster, *, read_only: bool = False,
-               credentials: Credentials | None = None, sample_interval_s: float = 5.0) -> Starlette:
+               credentials: Credentials | None = None, sample_interval_s: float = 5.0,
+               schemas: SchemaBrowser | None = None) -> Starlette:
+    """`schemas`: the schema registry of the Schemas page and of decoding framed values."""
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     env = templates.env
-    env.globals.update(read_only=read_only, bootstrap=cluster.bootstrap)
+    env.globals.update(read_only=read_only, bootstrap=cluster.bootstrap,
+                       registry_url=schemas.url if schemas else None)
     env.filters.update(count=render.human_count, rate=render.human_rate,
                        ts=render.format_timestamp, bytes=render.human_bytes,
                        q=lambda s: quote(str(s), safe=""))
@@ -168,8 +173,13 @@ def create_app(cluster: Cluster, *, read_only: bool = False,
                                matches=(lambda m: render.matches(m, needle)) if needle else None)
         except ConsoleError as e:
             return page(request, "messages.html", error=str(e), rows=[], found=None)
-        rows = [(m, render.show(m.key, fmt), render.show(m.value, fmt),
-                 [(h, render.show(v, "auto")) for h, v in m.headers]) for m in found.messages]
+        def show_value(data: bytes | None) -> render.Shown:
+            decoded = schemas.decode(data) if schemas and fmt in ("auto", "json") else None
+            return decoded or render.show(data, fmt)
+
+        rows = await call(lambda: [(m, render.show(m.key, fmt), show_value(m.value),
+                                    [(h, render.show(v, "auto")) for h, v in m.headers])
+                                   for m in found.messages])
         here = f"/topics/{quote(name, safe='')}/messages?"
         query = [(k, v) for k, v in params.multi_items() if k != "cursor"]
         next_url = None
@@ -357,6 +367,41 @@ def create_app(cluster: Cluster, *, read_only: bool = False,
             return back("/security", error=str(e))
         return back("/security", notice=f"Removed the {mechanism} credential of '{name}'.")
 
+    # -- schemas -----------------------------------------------------------------------------
+
+    async def schema_subjects(request: Request) -> Response:
+        if schemas is None:
+            return page(request, "schemas.html", title="Schemas", subjects=None)
+        try:
+            subjects = await call(schemas.subjects)
+            level = await call(schemas.global_compatibility)
+        except ConsoleError as e:
+            return page(request, "error.html", 502, error=str(e), title="Schemas")
+        return page(request, "schemas.html", title="Schemas", subjects=subjects, level=level)
+
+    async def schema_subject(request: Request) -> Response:
+        name = request.query_params.get("name", "")
+        if schemas is None:
+            return back("/schemas")
+        try:
+            versions = await call(schemas.versions, name)
+            level, own = await call(schemas.compatibility, name)
+            right = _int(request.query_params.get("right"), versions[-1])
+            left = _int(request.query_params.get("left"), versions[-2] if len(versions) > 1
+                        else right)
+            for chosen in (left, right):
+                if chosen not in versions:
+                    raise NotFoundError(f"Subject '{name}' has no version {chosen}.")
+            shown = {v: await call(schemas.version, name, v) for v in {left, right}}
+        except ConsoleError as e:
+            status = 404 if isinstance(e, NotFoundError) else 502
+            return page(request, "error.html", status, error=str(e), title=name)
+        diff = schema_view.side_by_side(schema_view.pretty(shown[left].schema),
+                                        schema_view.pretty(shown[right].schema))
+        return page(request, "subject.html", title=name, subject=name, versions=versions,
+                    level=level, own_level=own, left=shown[left], right=shown[right], diff=diff,
+                    changed=sum(row.tag != "equal" for row in diff))
+
     async def favicon(request: Request) -> Response:
         return RedirectResponse("/static/favicon.svg", status_code=301)
 
@@ -380,6 +425,8 @@ def create_app(cluster: Cluster, *, read_only: bool = False,
         Route("/security/acls/delete", change_acl, methods=["POST"]),
         Route("/security/users", add_user, methods=["POST"]),
         Route("/security/users/delete", remove_user, methods=["POST"]),
+        Route("/schemas", schema_subjects),
+        Route("/schemas/subject", schema_subject),
         Route("/favicon.ico", favicon),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]

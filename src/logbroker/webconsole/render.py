@@ -16,12 +16,14 @@ MAX_SHOWN_BYTES = 64 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Shown:
-    """A key, value or header as the page shows it: `kind` is json, text, hex or null."""
+    """A key, value or header as the page shows it: `kind` is json, text, hex or null;
+    `schema` names the registry schema a framed value was decoded with."""
 
     kind: str
     text: str
     size: int
     truncated: bool = False
+    schema: str | None = None
 
 
 def show(data: bytes | None, fmt: str = "auto") -> Shown:
