@@ -104,9 +104,6 @@ with BrokerProcess(work / "broker", overrides=SCHEMA_REGISTRY_OVERRIDES) as brok
         for body in bodies:
             reader(io.BytesIO(body), parsed, None)
 
-
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     from logbroker.spark.arrow import arrow_schema, kafka_schema
     from logbroker.spark.options import parse_typed_source_options
     from logbroker.spark.typed.decoding import decoded, typed_schema

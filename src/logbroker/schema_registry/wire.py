@@ -1,6 +1,6 @@
 """Confluent's wire framing of a serialized key or value, and Protobuf message types compiled
 from registered schemas: what readers of registry-framed records share (the Spark data source,
-the web console). Pure: no network, no pyspark.
+the web console). No pyspark; the only network use is through a registry client handed in.
 
 A framed record is magic byte 0, the writer's schema id (4 bytes, big-endian), then the body.
 A Protobuf body starts with the message indexes: a zigzag varint count, then that many zigzag
@@ -10,8 +10,11 @@ schema's first message.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
+import fastavro
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor
 
@@ -59,6 +62,27 @@ def _zigzag(data: bytes, position: int) -> tuple[int, int]:
         shift += 7
         if not byte & 0x80:
             return (result >> 1) ^ -(result & 1), position
+
+
+def resolved_references(client, schema) -> tuple[ResolvedReference, ...]:
+    """A registered schema's references (confluent-kafka `Schema.references`) with the schemas
+    they point to, recursively, fetched with `client` (a SchemaRegistryClient)."""
+    resolved = []
+    for ref in schema.references or ():
+        target = client.get_version(ref.subject, ref.version).schema
+        resolved.append(ResolvedReference(
+            name=ref.name, subject=ref.subject, version=ref.version,
+            schema_type=target.schema_type or "AVRO", schema=target.schema_str,
+            references=resolved_references(client, target)))
+    return tuple(resolved)
+
+
+def avro_schema(text: str, references: Sequence[ResolvedReference] = ()) -> tuple[Any, dict]:
+    """fastavro's parsed schema and its named types (the references parsed first)."""
+    named: dict = {}
+    for ref in flatten_references(references):
+        fastavro.parse_schema(json.loads(ref.schema), named_schemas=named)
+    return fastavro.parse_schema(json.loads(text), named_schemas=named), named
 
 
 def protobuf_file(text: str, references: Sequence[ResolvedReference]):

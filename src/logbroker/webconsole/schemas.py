@@ -22,8 +22,6 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from google.protobuf import json_format, message_factory
 
 from logbroker.schema_registry import wire
-from logbroker.schema_registry.formats import ResolvedReference
-from logbroker.schema_registry.formats.model import flatten_references
 from logbroker.webconsole.cluster import ConsoleError, NotFoundError
 from logbroker.webconsole.render import Shown
 
@@ -116,15 +114,12 @@ class SchemaBrowser:
     def _decoder(self, schema_id: int) -> Callable[[bytes], Any] | None:
         try:
             schema = self.client.get_schema(schema_id)
-            references = self._references(schema)
+            references = wire.resolved_references(self.client, schema)
         except Exception:  # an id the registry does not have, or a registry not answering
             return None
         kind = schema.schema_type or "AVRO"
         if kind == "AVRO":
-            named: dict = {}
-            for ref in flatten_references(references):
-                fastavro.parse_schema(json.loads(ref.schema), named_schemas=named)
-            parsed = fastavro.parse_schema(json.loads(schema.schema_str), named_schemas=named)
+            parsed, _ = wire.avro_schema(schema.schema_str, references)
             return lambda body: fastavro.schemaless_reader(io.BytesIO(body), parsed, None)
         if kind == "JSON":
             return json.loads
@@ -137,16 +132,6 @@ class SchemaBrowser:
             return json_format.MessageToDict(message, preserving_proto_field_name=True)
 
         return decode_protobuf
-
-    def _references(self, schema: Schema) -> tuple[ResolvedReference, ...]:
-        resolved = []
-        for ref in schema.references or ():
-            target = self.client.get_version(ref.subject, ref.version).schema
-            resolved.append(ResolvedReference(
-                name=ref.name, subject=ref.subject, version=ref.version,
-                schema_type=target.schema_type or "AVRO", schema=target.schema_str,
-                references=self._references(target)))
-        return tuple(resolved)
 
 
 def pretty(schema: Schema) -> str:

@@ -11,8 +11,7 @@ without losing which branch a value took).
 from __future__ import annotations
 
 import io
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import fastavro
@@ -21,8 +20,6 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Dat
                                StringType, StructField, StructType, TimestampNTZType,
                                TimestampType)
 
-from logbroker.schema_registry.formats import ResolvedReference
-from logbroker.schema_registry.formats.model import flatten_references
 from logbroker.spark.errors import OptionError
 
 _PRIMITIVES: dict[str, DataType] = {
@@ -33,14 +30,6 @@ _LOGICAL: dict[str, DataType] = {
     "date": DateType(), "timestamp-millis": TimestampType(), "timestamp-micros": TimestampType(),
     "local-timestamp-millis": TimestampNTZType(), "local-timestamp-micros": TimestampNTZType(),
 }
-
-
-def parse(text: str, references: Sequence[ResolvedReference] = ()) -> tuple[Any, dict]:
-    """fastavro's parsed schema and its named types (references parsed first)."""
-    named: dict = {}
-    for ref in flatten_references(references):
-        fastavro.parse_schema(json.loads(ref.schema), named_schemas=named)
-    return fastavro.parse_schema(json.loads(text), named_schemas=named), named
 
 
 def spark_type(schema: Any, named: dict) -> DataType:

@@ -51,7 +51,7 @@ class ColumnDecoder:
         references = registry.resolved_references(typed, found.schema)
         text = found.schema.schema_str
         if column.format == "avro":
-            self.reader, named = avro_codec.parse(text, references)
+            self.reader, named = wire.avro_schema(text, references)
             self.spark_type: DataType = avro_codec.spark_type(self.reader, named)
         elif column.format == "protobuf":
             try:
@@ -78,7 +78,7 @@ class ColumnDecoder:
         if self.column.format == "avro":
             if schema_id == self.reader_id:
                 return avro_codec.decoder(self.reader, None)
-            parsed, _ = avro_codec.parse(writer.schema_str,
+            parsed, _ = wire.avro_schema(writer.schema_str,
                                          registry.resolved_references(self.typed, writer))
             return avro_codec.decoder(parsed, self.reader)
         if self.column.format == "protobuf":

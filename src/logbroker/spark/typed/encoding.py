@@ -18,6 +18,7 @@ import pyarrow as pa
 from confluent_kafka.schema_registry import Schema
 from pyspark.sql.types import StructType
 
+from logbroker.schema_registry import wire
 from logbroker.spark.errors import OptionError
 from logbroker.spark.typed import avro_codec, registry
 from logbroker.spark.typed.options import TypedOptions
@@ -49,7 +50,7 @@ def settle_schemas(typed: TypedOptions, schema: StructType) -> TypedOptions:
 def _encoder(typed: TypedOptions, schema_id: int):
     def build():
         schema = registry.schema_by_id(typed, schema_id)
-        parsed, _ = avro_codec.parse(schema.schema_str, registry.resolved_references(typed, schema))
+        parsed, _ = wire.avro_schema(schema.schema_str, registry.resolved_references(typed, schema))
         return avro_codec.encoder(parsed)
 
     return registry.cached(typed, ("avro-encoder", schema_id), build)

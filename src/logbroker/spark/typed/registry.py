@@ -13,6 +13,7 @@ from typing import Any
 from confluent_kafka.schema_registry import RegisteredSchema, Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+from logbroker.schema_registry import wire
 from logbroker.schema_registry.formats import ResolvedReference
 from logbroker.spark.errors import OptionError
 from logbroker.spark.typed.options import ColumnFormat, TypedOptions
@@ -63,16 +64,7 @@ def schema_by_id(typed: TypedOptions, schema_id: int) -> Schema:
 
 
 def resolved_references(typed: TypedOptions, schema: Schema) -> tuple[ResolvedReference, ...]:
-    """The schema's references with the registered schemas they point to, recursively."""
-    registry = client(typed)
-    resolved = []
-    for ref in schema.references or ():
-        target = registry.get_version(ref.subject, ref.version).schema
-        resolved.append(ResolvedReference(
-            name=ref.name, subject=ref.subject, version=ref.version,
-            schema_type=target.schema_type or "AVRO", schema=target.schema_str,
-            references=resolved_references(typed, target)))
-    return tuple(resolved)
+    return wire.resolved_references(client(typed), schema)
 
 
 def register(typed: TypedOptions, subject: str, schema: Schema) -> int:
