@@ -15,14 +15,15 @@ to the disk early, without waiting, so that a roll's fsync is short; what is dur
 recovery point do not change.
 
 Recovery checkpoints (`recovery_checkpoint_due`, `checkpoint_active_segment`): each time the
-active segment grows by RECOVERY_CHECKPOINT_BYTES past its last checkpoint, a producer snapshot
-is taken at the log end and the log is flushed up to there, so the recovery point follows the
-active segment instead of waiting for its roll. Recovery after a crash then validates and
-replays only the bytes past that point (log_loader.py), whatever the segment's size. Kafka
-flushes only at roll (and per flush.messages / flush.ms) and recovers the whole active segment;
-this is one more fsync per RECOVERY_CHECKPOINT_BYTES, of pages the writeback has mostly written
-already. The older checkpoint snapshots inside the active segment are deleted (the one at the
-recovery point is all recovery needs); snapshots at segment base offsets stay, as Kafka's.
+active segment grows by `recovery_checkpoint_bytes` (an eighth of segment.bytes, 1 to 32 MiB)
+past its last checkpoint, a producer snapshot is taken at the log end and the log is flushed up
+to there, so the recovery point follows the active segment instead of waiting for its roll.
+Recovery after a crash then validates and replays only the bytes past that point
+(log_loader.py), whatever the segment's size. Kafka flushes only at roll (and per
+flush.messages / flush.ms) and recovers the whole active segment; this is one more fsync per
+checkpoint, of pages the writeback has mostly written already. The older checkpoint snapshots
+inside the active segment are deleted (the one at the recovery point is all recovery needs);
+snapshots at segment base offsets stay, as Kafka's.
 
 Threads: the flush itself blocks on fsync and belongs in a worker thread; it runs its fsyncs
 outside the Log's lock (one flush at a time, under its own lock), so appends go on meanwhile.
@@ -45,9 +46,15 @@ from logbroker.storage.producer_state import ProducerStateManager
 
 log = logging.getLogger("kafka.log.UnifiedLog")
 
-# How far the active segment grows past its last recovery checkpoint before the next one: what
-# recovery after a crash replays at most (~0.2 s of it for small batches here).
+# How far the active segment grows past its last recovery checkpoint before the next one, what
+# recovery after a crash replays at most: an eighth of segment.bytes, within these bounds (a
+# segment smaller than the lower one gets none: its roll flushes it).
 RECOVERY_CHECKPOINT_BYTES = 32 * 1024 * 1024
+MIN_RECOVERY_CHECKPOINT_BYTES = 1024 * 1024
+
+
+def recovery_checkpoint_bytes(segment_bytes: int) -> int:
+    return min(RECOVERY_CHECKPOINT_BYTES, max(MIN_RECOVERY_CHECKPOINT_BYTES, segment_bytes // 8))
 
 
 class LogFlush:
@@ -106,11 +113,12 @@ class LogFlush:
             log.debug("Writeback of %s not started: %s", records.path, e)
 
     def recovery_checkpoint_due(self) -> bool:
-        """Whether the active segment grew RECOVERY_CHECKPOINT_BYTES since its last recovery
+        """Whether the active segment grew `recovery_checkpoint_bytes` since its last recovery
         checkpoint (or its start). Cheap, no lock: call it after an append, on the event loop."""
         segment = self._local.active_segment
         base, size = self._checkpointed_at
-        return segment.size - (size if base == segment.base_offset else 0) >= RECOVERY_CHECKPOINT_BYTES
+        grown = segment.size - (size if base == segment.base_offset else 0)
+        return grown >= recovery_checkpoint_bytes(self.config.segment_bytes)
 
     def checkpoint_active_segment(self) -> bool:
         """Take a producer snapshot at the log end and flush up to it (see the module

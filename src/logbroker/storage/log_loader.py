@@ -237,6 +237,8 @@ def _recover_segment(segment: LogSegment, epoch_cache: LeaderEpochFileCache,
     assign_epoch = epoch_assigner(epoch_cache)
     psm = None
     replayed = 0
+    if from_offset is not None and segment.recovery_start(from_offset) is None:
+        from_offset = None  # an index that cannot be trusted: the whole segment
     if txn is not None:
         psm = ProducerStateManager(txn.directory, clock=txn.clock,
                                    max_producer_id_expiration_ms=txn.producer_id_expiration_ms)

@@ -443,7 +443,7 @@ class LogSegment:
         self._recent_batches.clear()
         offset_index = self.offset_index
         time_index = self.time_index
-        start = self._recovery_start(from_offset) if from_offset is not None else None
+        start = self.recovery_start(from_offset) if from_offset is not None else None
         if start is None:
             offset_index.reset()
             time_index.reset()
@@ -488,10 +488,11 @@ class LogSegment:
         self._rolling_based_timestamp = None
         return truncated
 
-    def _recovery_start(self, from_offset: int) -> int | None:
+    def recovery_start(self, from_offset: int) -> int | None:
         """Drop the index entries at and above `from_offset` and return the position of the
         last offset index entry kept (0 when none), where a tail recovery starts; None when
-        that entry does not match the batch at its position."""
+        that entry does not match the batch at its position (then recover the whole segment).
+        Calling it again changes nothing more."""
         if from_offset <= self._base_offset:
             return None
         self.offset_index.truncate_to(from_offset)
