@@ -158,7 +158,7 @@ def write_active_segment(partition_dir: Path, mib: int, log_dir: Path) -> tuple[
     tp = TopicPartition(TOPIC, 0)
     seqs = [0] * PRODUCERS
     value = b"x" * 940
-    target = mib * 1024 * 1024
+    target = min(mib * 1024 * 1024, config.segment_bytes - 4096)  # full, not rolled
     batches = 0
     checkpoints = 0
     while log.active_segment.size < target:
