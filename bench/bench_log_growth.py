@@ -16,7 +16,8 @@ confluent-kafka read_committed consumer reads the partition from the start to it
 recovery checkpoints the broker takes as the segment grows, when the source tree has them — and
 then abandoned without closing anything (what kill -9 leaves: the page cache, no clean-shutdown
 marker). Each run copies that directory, starts the broker on the copy and measures the time
-from spawn to a broker that answers Metadata and returns the partition's last record to a fetch.
+from spawn to a broker that answers Metadata and returns the partition's last record to a fetch,
+and the broker's CPU seconds when it starts listening (what a busy machine does not inflate).
 The floor: reading the segment file with dd (page cache warm), nothing of ours.
 
 `tracemalloc`: in one process, the log of `rss` opened with `Log.open` and read whole under
@@ -39,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_broker import proc_mem_mib  # noqa: E402
+from bench_broker import proc_cpu_s, proc_mem_mib  # noqa: E402
 from common import dd_read, machine_info, median, say, table  # noqa: E402
 
 from logbroker.clock import SystemClock  # noqa: E402
@@ -180,13 +181,15 @@ def write_active_segment(partition_dir: Path, mib: int, log_dir: Path) -> tuple[
     return batches, last
 
 
-def time_to_serving(broker: BrokerProcess, last_offset: int) -> tuple[float, float]:
-    """(spawn → 'started' line, spawn → the last record fetched), seconds."""
+def time_to_serving(broker: BrokerProcess, last_offset: int) -> tuple[float, float, float]:
+    """(spawn → 'started' line, the broker's CPU seconds then, spawn → the last record
+    fetched), seconds. The CPU seconds are what a loaded machine cannot inflate."""
     t0 = time.monotonic()
     broker.start()
     started = time.monotonic() - t0
+    cpu = proc_cpu_s(broker.process.pid)
     consume_to_end(broker.bootstrap, None, start_offset=last_offset, timeout_s=600)
-    return started, time.monotonic() - t0
+    return started, cpu, time.monotonic() - t0
 
 
 def bench_recovery(args, root: Path) -> None:
@@ -207,17 +210,17 @@ def bench_recovery(args, root: Path) -> None:
                 shutil.rmtree(broker.data_dir)
                 shutil.copytree(written, broker.data_dir)
                 try:
-                    started, serving = time_to_serving(broker, last)
+                    started, cpu, serving = time_to_serving(broker, last)
                     text = broker.new_log_text()
                 finally:
                     broker.kill()
                 replayed = [line.split(": ", 2)[-1] for line in text.splitlines() if "Recovered segment" in line]
                 say(f"{mib} MiB, {src or 'this tree'}: started {started:.2f} s, serving {serving:.2f} s; {replayed}")
-                rows.append([mib, f"{batches:,}", src or "this tree", f"{started:.2f}", f"{serving:.2f}",
+                rows.append([mib, f"{batches:,}", src or "this tree", f"{started:.2f}", f"{cpu:.2f}", f"{serving:.2f}",
                              f"{floor:.2f}", "; ".join(replayed) or "(no recovery line)"])
         use_src(None)
         shutil.rmtree(base, ignore_errors=True)
-    say(table(["active segment MiB", "batches", "tree", "spawn → started (s)",
+    say(table(["active segment MiB", "batches", "tree", "spawn → started (s)", "broker CPU-s then",
                "spawn → last record fetched (s)", "floor: dd of the segment (s)", "recovery"], rows))
 
 
