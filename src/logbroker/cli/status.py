@@ -23,13 +23,11 @@ from dataclasses import dataclass, field
 
 import click
 
+from logbroker.admin_client import client_config, error_sentence, is_internal
 from logbroker.cli.common import (
     bootstrap_option,
-    client_config,
     ensure_reachable,
-    error_sentence,
     fail_with,
-    is_internal,
     load_properties_file,
 )
 

@@ -204,11 +204,17 @@ class Broker:
             from logbroker.server.metrics import start_metrics
             self.metrics = await start_metrics(self)
         securities = [self._listener_security(name) for name, _, _ in self.config.listeners]
+        # In a cluster the listeners are bound first (the registration carries their ports) but
+        # accept nothing until this broker has registered and read the cluster's metadata: its
+        # cache is empty before that, and a client must never hear that an existing topic is
+        # unknown because a broker restarted (Kafka's brokers start serving once they have
+        # caught up with the metadata). Connections made meanwhile wait in the listen backlog.
         for (name, host, port), security in zip(self.config.listeners, securities):
-            bound = await self.server.listen(host, port, security)
+            bound = await self.server.listen(host, port, security, accepting=self.zk is None)
             self.listeners.append(Listener(name, host or "0.0.0.0", bound))
         if self.zk is not None:
             await self._join_cluster()
+            self.server.start_accepting()
         self._start_periodic_tasks()
 
     # -- KIP-932 share groups, started on first use (server/share_groups.py says why) ----------
@@ -374,7 +380,14 @@ class Broker:
         """Single node (a cluster deletes through server/topic_admin.py)."""
         info = self.controller.delete_topic(name)
         self.replica_manager.stop_replicas([TopicPartition(name, p) for p in info.assignment], delete=True)
+        self.topic_deleted(info)
         log.info("Deleted topic %s", name)
+
+    def topic_deleted(self, info) -> None:
+        """What follows a topic's deletion here, besides its replicas (stopped by the caller):
+        the share-partition states of the topic kept here go too."""
+        if self._share_groups is not None:
+            self._share_groups.coordinator.on_topic_deleted(info.topic_id)
 
     def create_partitions(self, name: str, count: int, *, assignment=None, validate_only: bool = False) -> None:
         """Single node (a cluster adds partitions through server/topic_admin.py)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from logbroker.coordinator.assignors import assignors_from_config
 from logbroker.errors import InvalidConfigError
 from logbroker.replication.replica_selector import SELECTORS
-from logbroker.storage.log_config import (
+from logbroker.topic_configs import (
     INT_MAX,
     LONG_MAX,
     TOPIC_CONFIGS,
@@ -24,6 +24,7 @@ from logbroker.storage.log_config import (
     between,
     format_value,
     one_of,
+    parse_boolean,
 )
 
 SHORT_MAX = (1 << 15) - 1
@@ -337,7 +338,7 @@ BROKER_CONFIGS: dict[str, BrokerConfigDef] = {
 assert len(BROKER_CONFIGS) == len(_BROKER_ONLY_DEFS) + len(_synonym_defs()), "a key defined twice"
 
 # Every other broker key of Kafka 3.9 (ZooKeeper mode and KRaft alike), read from its ConfigDefs,
-# plus the authorizer's keys. Accepted with one warning each; see also _KAFKA_ONLY_PREFIXES.
+# plus the authorizer's keys. Accepted with one warning each; see also KAFKA_ONLY_PREFIXES.
 KAFKA_ONLY_CONFIGS: frozenset[str] = frozenset("""
 alter.config.policy.class.name alter.log.dirs.replication.quota.window.num
 alter.log.dirs.replication.quota.window.size.seconds
@@ -433,7 +434,7 @@ zookeeper.ssl.truststore.type
 
 # Per-listener overrides (`listener.name.internal.ssl.keystore.location`, …) are Kafka's too, and
 # so are Kafka 4's share-group coordinator keys (KIP-932; its stock server.properties sets two).
-_KAFKA_ONLY_PREFIXES = ("listener.name.", "share.coordinator.")
+KAFKA_ONLY_PREFIXES = ("listener.name.", "share.coordinator.")
 
 # Kafka's PASSWORD-typed keys: DescribeConfigs hides their values.
 PASSWORD_SUFFIXES = (
@@ -447,7 +448,7 @@ _KNOWN_NAMES = sorted(BROKER_CONFIGS.keys() | KAFKA_ONLY_CONFIGS)
 
 def is_kafka_only(name: str) -> bool:
     """A key Kafka knows and logbroker accepts without using."""
-    return name in KAFKA_ONLY_CONFIGS or name.startswith(_KAFKA_ONLY_PREFIXES)
+    return name in KAFKA_ONLY_CONFIGS or name.startswith(KAFKA_ONLY_PREFIXES)
 
 
 def closest_known_key(name: str) -> str | None:
@@ -504,12 +505,7 @@ def _parse(kind: str, raw: object) -> object:
             raise TypeError(raw)
         return float(raw.strip()) if isinstance(raw, str) else float(raw)
     if kind == "boolean":
-        if isinstance(raw, bool):
-            return raw
-        text = str(raw).strip().lower()
-        if text not in ("true", "false"):
-            raise ValueError(raw)
-        return text == "true"
+        return parse_boolean(raw)
     if kind == "list":
         if isinstance(raw, (list, tuple)):
             return [str(item).strip() for item in raw if str(item).strip()]

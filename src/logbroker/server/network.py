@@ -79,7 +79,7 @@ from logbroker.security.principal import ANONYMOUS, ssl_principal
 from logbroker.server.connection_quotas import ConnectionQuotas, normalize_ip
 from logbroker.server.read_buffers import ReadBuffers
 from logbroker.server.tls import TlsError, TlsSession
-from logbroker.storage.log_config import INT_MAX
+from logbroker.topic_configs import INT_MAX
 from logbroker.storage.values import FileRegion
 
 log = logging.getLogger("kafka.network.SocketServer")
@@ -506,9 +506,11 @@ class KafkaServer:
         self._acceptors: list[Acceptor] = []
         self.read_buffers = ReadBuffers(READ_BUFFER_BYTES, LARGE_FRAMES_READ_BYTES)  # every connection's reads
 
-    async def listen(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT) -> int:
+    async def listen(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT, *,
+                     accepting: bool = True) -> int:
         """Start a listener on every address of `host` (all interfaces when empty); returns the
-        bound port (useful with port 0)."""
+        bound port (useful with port 0). With `accepting` False the socket is bound and listening
+        (connections wait in its backlog) but none is accepted until `start_accepting()`."""
         try:  # an address literal or all interfaces: no DNS, so no worker thread at start; as
             # bytes, the host skips the idna codec (~0.3 MiB imported for a str host)
             infos = socket.getaddrinfo(host.encode("ascii") if host else None, port, type=socket.SOCK_STREAM,
@@ -532,8 +534,14 @@ class KafkaServer:
             bound = sock.getsockname()[1]
             acceptor = Acceptor(self, sock, security)
             self._acceptors.append(acceptor)
-            acceptor.resume()
+            if accepting:
+                acceptor.resume()
         return bound
+
+    def start_accepting(self) -> None:
+        """Accept the connections of every listener opened with `accepting=False`."""
+        for acceptor in self._acceptors:
+            acceptor.resume()
 
     def connection_closed(self, ip: str, listener_name: str) -> None:
         """A counted connection ended: release its count, and accept again if that was the limit."""

@@ -1,6 +1,6 @@
 """A broker's membership of a ZooKeeper cluster: registration, watches, and the controller's work.
 
-DESIGN.md §5. Brokers learn everything by watching ZooKeeper — there are no controller-to-broker
+architecture.md §5. Brokers learn everything by watching ZooKeeper — there are no controller-to-broker
 RPCs: the broker list and topic list feed the MetadataCache, and a watch on every partition's state
 znode feeds it too and makes this broker lead or follow the partitions it hosts, acting only on a
 leader epoch newer than the one it holds.
@@ -75,7 +75,9 @@ class ZooKeeperCluster:
     async def start(self, advertised: BrokerInfo, endpoints: list[str], *,
                     security_protocol_map: dict[str, str] | None = None) -> None:
         """Register this broker, fill the cache, and set the watches (controller election
-        included). Runs after the listeners are bound: the registration carries their port."""
+        included). Runs after the listeners are bound: the registration carries their port.
+        Returns once the cache holds every broker, topic and partition state read from ZooKeeper
+        at start, so the broker may then serve clients from it."""
         self.loop = asyncio.get_running_loop()
         await self._register(advertised, endpoints, security_protocol_map)
         await self._run(self._initial_load)
@@ -86,6 +88,11 @@ class ZooKeeperCluster:
         self._watches.append(await self._run(self.zk.watch_controller, self._from_kazoo(self._on_controller)))
         self._watches.append(await self._run(self.zk.watch_config_changes,
                                              self._from_kazoo(self._config_changes.process)))
+        # Each watch reports its current value at once, on the worker: the topic watch queues
+        # `_on_topics` there, which reads every partition's state and queues it for the event
+        # loop. Once the worker has run what was queued before this no-op, and the event loop the
+        # cache updates queued before its answer, the cache is complete.
+        await self._run(lambda: None)
         config = self.broker.config
         if config.auto_leader_rebalance_enable:
             self._rebalance_task = self.loop.create_task(auto_rebalance_every(
@@ -323,7 +330,7 @@ class ZooKeeperCluster:
         log.info("Removed dead or restarted broker(s) %s from the ISR of %s at leader epoch %d (ISR %s)",
                  sorted(set(old.isr) - set(isr)), tp, state.leader_epoch, list(isr))
 
-    # -- the partition leader's ISR changes (DESIGN.md §5: conditional on the state's version) ---
+    # -- the partition leader's ISR changes (architecture.md §5: conditional on the state's version)
     def alter_isr(self, partition, new_isr: tuple[int, ...]) -> None:
         """Write `new_isr` for a partition led here (event loop). The change is pending until
         written; a stale version drops it, and the state watch brings the fresh one to retry on.
@@ -371,6 +378,7 @@ class ZooKeeperCluster:
             hosted = [tp for tp in (TopicPartition(name, p) for p in info.assignment)
                       if tp in self.broker.replica_manager.partitions]
             self.broker.replica_manager.stop_replicas(hosted, delete=True)
+            self.broker.topic_deleted(info)
             log.info("Topic %s was deleted", name)
 
     def _apply_state(self, tp: TopicPartition, versioned: VersionedPartitionState | None) -> None:

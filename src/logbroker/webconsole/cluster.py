@@ -22,7 +22,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from logbroker.cli.common import INTERNAL_TOPICS, client_config, error_sentence
+from logbroker.admin_client import INTERNAL_TOPICS, client_config, error_sentence
 from logbroker.webconsole import paging
 from logbroker.webconsole.model import (
     Acl,
