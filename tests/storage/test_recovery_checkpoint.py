@@ -149,3 +149,25 @@ def test_an_index_entry_that_does_not_match_its_batch_means_a_whole_recovery(tmp
     assert any("does not match the batch at its position" in m for m in caplog.messages)
     assert state_of(log) == before
     log.close()
+
+
+def test_a_checkpoint_in_a_segment_rolled_since_is_recovered_from_there(tmp_path, clock, caplog):
+    # Rolled after its last checkpoint and trimmed by the roll's flush, whose fsyncs the crash
+    # interrupted before the recovery point moved on: the rolled segment (trimmed indexes) is
+    # recovered from the checkpoint, the new one wholly.
+    directory = tmp_path / "t-0"
+    log, checkpoint, after = write_past_checkpoints(directory, clock)
+    before = state_of(log)
+    log.roll()
+    log.segments[0].flush(rolled=True)
+    rolled_time_index = [(e.timestamp, e.offset) for e in log.segments[0].time_index.all_entries()]
+    log.close_handles()
+
+    log, replayed = reopen(directory, clock, checkpoint, caplog)
+    assert replayed == [(checkpoint, after)]
+    assert len(log.segments) == 2 and log.log_end_offset == before["log_end"]
+    segment = log.segments[0]
+    assert [(e.offset, e.position) for e in segment.offset_index.all_entries()] == before["offset_index"]
+    assert [(e.timestamp, e.offset) for e in segment.time_index.all_entries()] == rolled_time_index
+    assert log.collect_aborted_transactions(0, log.log_end_offset) == before["aborted"]
+    log.close()

@@ -495,8 +495,9 @@ class LogSegment:
         Calling it again changes nothing more."""
         if from_offset <= self._base_offset:
             return None
-        self.offset_index.truncate_to(from_offset)
-        self.time_index.truncate_to(from_offset)
+        for index in (self.offset_index, self.time_index):
+            index.truncate_to(from_offset)
+            index.resize(index.max_index_size)  # room to append (a rolled segment's was trimmed)
         self.txn_index.truncate_to(from_offset)
         if not self.offset_index.entries:
             return 0
