@@ -145,3 +145,12 @@ def test_a_large_index_is_searched_in_the_file_as_kafka_scans_it(tmp_path):
         reader.append(txns[600])
     reader.append(txns[700])
     assert TransactionIndex(1000, path).all_aborted_txns() == txns[:701]
+
+
+def test_collect_refuses_an_entry_of_an_unknown_version_it_meets(tmp_path):
+    path = tmp_path / "0.txnindex"
+    path.write_bytes(kafka_entry(1, 0, 5, 6) + struct.pack(">hqqqq", 1, 2, 7, 9, 10))
+    index = TransactionIndex(0, path)
+    assert index.collect_aborted_txns(0, 6) == ([AbortedTxn(1, 0, 5, 6)], True)  # stops before it
+    with pytest.raises(CorruptIndexError):
+        index.collect_aborted_txns(0, 20)
