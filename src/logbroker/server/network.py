@@ -546,6 +546,22 @@ class KafkaServer:
     def connection_closed(self, ip: str, listener_name: str) -> None:
         """A counted connection ended: release its count, and accept again if that was the limit."""
         self.quotas.dec(ip, listener_name)
+        self._resume_acceptors()
+
+    def set_listener_security(self, listener_name: str, security: ListenerSecurity) -> None:
+        """New connections to `listener_name` use `security` (a dynamic config change: a renewed
+        certificate, new JAAS users); connections already open keep theirs."""
+        for acceptor in self._acceptors:
+            if acceptor.security.listener_name == listener_name:
+                acceptor.security = security
+
+    def set_quota_limits(self, quotas: ConnectionQuotas) -> None:
+        """Take the limits of `quotas` (a dynamic config change) and accept again where they allow."""
+        self.quotas.adopt_limits(quotas)
+        self._resume_acceptors()
+
+    def _resume_acceptors(self) -> None:
+        """Accept again on every listener paused at a connection limit that no longer holds."""
         for acceptor in self._acceptors:
             if acceptor.paused and not self.quotas.accept_blocked(acceptor.security.listener_name):
                 acceptor.resume()

@@ -55,7 +55,6 @@ class ZooKeeperCluster:
         self.broker_id = broker.broker_id
         self.zk = zk
         self.cache = cache
-        self.unclean_leader_election = broker.config.unclean_leader_election_enable
         self.loop: asyncio.AbstractEventLoop | None = None
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="zk-cluster")
         self._watches: list[Watch] = []
@@ -63,6 +62,7 @@ class ZooKeeperCluster:
         self._topic_watches: dict[str, Watch] = {}
         self._config_changes = ConfigChangeListener(zk, {
             "topics": self._on_topic_config_change,
+            "brokers": self._on_broker_config_change,
             "users": lambda name: self._on_quota_config_change(f"users/{name}"),
             "clients": lambda name: self._on_quota_config_change(f"clients/{name}"),
         }, clock=broker.clock)
@@ -229,6 +229,13 @@ class ZooKeeperCluster:
     def _on_topic_config_change(self, name: str) -> None:
         self._on_loop(apply_topic_configs, self.broker, name, self.zk.topic_configs(name))
 
+    def _on_broker_config_change(self, entity: str) -> None:
+        """The cluster default's or this broker's dynamic configs changed: re-read and apply them."""
+        from logbroker.server.broker_configs import apply_stored
+        from logbroker.server.dynamic_config import DEFAULT_ENTITY
+        if entity in (DEFAULT_ENTITY, str(self.broker_id)):
+            self._on_loop(apply_stored, self.broker, entity, self.zk.broker_configs(entity))
+
     def _on_quota_config_change(self, path: str) -> None:
         """A user's, client's or user/client's config changed: re-read it (client quotas)."""
         if self.broker.quota_store is None:
@@ -297,7 +304,7 @@ class ZooKeeperCluster:
             return
         candidates = ([r for r in replicas if r in old.isr and r in in_sync]
                       or [r for r in replicas if r in restarted])
-        if not candidates and self.unclean_leader_election:
+        if not candidates and self.broker.config.unclean_leader_election_enable:  # dynamic: read each time
             candidates = [r for r in replicas if r in live]
             if candidates:
                 log.warning("Unclean leader election for %s: broker %d was not in the ISR %s",
