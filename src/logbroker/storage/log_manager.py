@@ -105,6 +105,7 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._logs_to_delete: list[tuple[int, Log]] = []
         self._lock = threading.RLock()
+        self._recovery_point_file_lock = threading.Lock()  # its writers run in several threads
         self._dir_locks: dict[Path, int] = {}
         self._had_clean_shutdown: dict[Path, bool] = {}
         self._started = False
@@ -454,11 +455,14 @@ class LogManager:
 
     # --- checkpoints -----------------------------------------------------------------------
 
-    def checkpoint_recovery_points(self) -> None:
-        """Write recovery-point-offset-checkpoint in every log dir. Blocks on disk."""
-        for log_dir, logs in self.logs_by_dir().items():
-            OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT_FILE).write(
-                {lg.topic_partition: lg.recovery_point for lg in logs})
+    def checkpoint_recovery_points(self, log_dir: Path | None = None) -> None:
+        """Write recovery-point-offset-checkpoint in every log dir (or in `log_dir` alone: after
+        a recovery checkpoint of one of its logs, log_flush.py). Blocks on disk."""
+        for directory, logs in self.logs_by_dir().items():
+            if log_dir is None or directory == log_dir:
+                with self._recovery_point_file_lock:
+                    OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT_FILE).write(
+                        {lg.topic_partition: lg.recovery_point for lg in logs})
 
     def checkpoint_log_start_offsets(self) -> None:
         """Write log-start-offset-checkpoint in every log dir: the logs whose start offset is
@@ -476,8 +480,9 @@ class LogManager:
 
     def _write_checkpoints_for_dir(self, log_dir: Path) -> None:
         logs = self.logs_by_dir().get(log_dir, [])
-        OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT_FILE).write(
-            {lg.topic_partition: lg.recovery_point for lg in logs})
+        with self._recovery_point_file_lock:
+            OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT_FILE).write(
+                {lg.topic_partition: lg.recovery_point for lg in logs})
         OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT_FILE).write(
             {lg.topic_partition: lg.log_start_offset for lg in logs
              if lg.log_start_offset > lg.segments[0].base_offset})
