@@ -233,7 +233,14 @@ def _recover_segment(segment: LogSegment, epoch_cache: LeaderEpochFileCache,
                      txn: _TxnRecovery | None = None, from_offset: int | None = None) -> int:
     """Recover `segment` (all of it, or with `from_offset` the tail from that recovery point:
     LogSegment.recover), replaying its batches into a producer state brought to where the
-    replay starts, and log how many batches were replayed. Returns the bytes truncated."""
+    replay starts, and log how many batches were replayed. Returns the bytes truncated.
+
+    The producer state ends as Kafka's, which replays every batch of the segment, those below
+    the log start too: a producer with only its transaction marker left above the log start
+    keeps the sequence number of its last data batch (KIP-360). So for a tail, the state at the
+    recovery point comes from a snapshot inside the segment, or from its first batch, even when
+    the log start lies past them (from a snapshot it also holds the producers of earlier
+    segments, as the log's state in memory did)."""
     assign_epoch = epoch_assigner(epoch_cache)
     psm = None
     replayed = 0
@@ -242,10 +249,13 @@ def _recover_segment(segment: LogSegment, epoch_cache: LeaderEpochFileCache,
     if txn is not None:
         psm = ProducerStateManager(txn.directory, clock=txn.clock,
                                    max_producer_id_expiration_ms=txn.producer_id_expiration_ms)
-        earlier = txn.earlier_segments if from_offset is None else [*txn.earlier_segments, segment]
-        rebuild_producer_state(psm, earlier, log_start_offset=txn.log_start_offset,
-                               last_offset=segment.base_offset if from_offset is None else from_offset,
-                               at_load=True)
+        if from_offset is None:
+            rebuild_producer_state(psm, txn.earlier_segments, log_start_offset=txn.log_start_offset,
+                                   last_offset=segment.base_offset, at_load=True)
+        else:
+            rebuild_producer_state(psm, [*txn.earlier_segments, segment],
+                                   log_start_offset=min(txn.log_start_offset, segment.base_offset),
+                                   last_offset=from_offset, at_load=True)
 
     def on_batch(position: int, header: BatchHeader) -> None:
         nonlocal replayed
