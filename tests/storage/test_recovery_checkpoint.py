@@ -171,3 +171,37 @@ def test_a_checkpoint_in_a_segment_rolled_since_is_recovered_from_there(tmp_path
     assert [(e.timestamp, e.offset) for e in segment.time_index.all_entries()] == rolled_time_index
     assert log.collect_aborted_transactions(0, log.log_end_offset) == before["aborted"]
     log.close()
+
+
+def test_a_producer_whose_data_is_below_the_log_start_keeps_its_sequence_across_a_tail_recovery(tmp_path, clock, caplog):
+    """KIP-360: a flush (flush.messages) put the recovery point at the log end with no snapshot
+    there, and DeleteRecords moved the log start onto a producer's COMMIT marker. Kafka replays
+    the whole segment, so the producer keeps the sequence of its deleted data batches; the tail
+    recovery must not rebuild it from the marker alone (an epoch and no sequence: its next batch
+    would be out of order)."""
+    directory = tmp_path / "t-0"
+    log = Log.open(directory, CONFIG, clock=clock)
+    other, producer = Producer(1), Producer(7)
+    log.append_as_leader(other.batch(3), leader_epoch=0)
+    log.append_as_leader(producer.batch(2), leader_epoch=0)
+    log.append_as_leader(other.marker(commit=True), leader_epoch=0, is_from_client=False)
+    marker_offset = log.log_end_offset
+    log.append_as_leader(producer.marker(commit=True), leader_epoch=0, is_from_client=False)
+    log.update_high_watermark(log.log_end_offset)
+    log.flush()
+    assert log.recovery_point == log.log_end_offset == marker_offset + 1
+    assert log.maybe_increment_log_start_offset(marker_offset)
+    log.close_handles()
+
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="kafka.log.LogLoader"):
+        log = Log.open(directory, CONFIG, clock=clock, recovery_point=marker_offset + 1,
+                       log_start_offset=marker_offset)
+    assert [m.group(1, 2) for m in map(REPLAYED.search, caplog.messages) if m] == [(str(marker_offset + 1), "0")]
+    assert log.log_start_offset == marker_offset
+    states = {pid: (e.producer_epoch, e.last_seq, e.current_txn_first_offset)
+              for pid, e in log.producer_state.active_producers.items()}
+    assert states == {1: (0, 2, -1), 7: (0, 1, -1)}
+    next_offset = log.log_end_offset
+    assert log.append_as_leader(producer.batch(1), leader_epoch=0).first_offset == next_offset
+    log.close()
