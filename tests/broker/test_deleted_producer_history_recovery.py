@@ -13,14 +13,12 @@ point sits inside the active segment, at the log end.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from confluent_kafka import TopicPartition as CkTopicPartition
 
 from clients import TIMEOUT_S, admin, create_topic
+from offset_checkpoints import checkpointed
 from test_deleted_producer_history import free_port
-from test_restart_recovery import read_checkpoint
 from transactional_clients import read_all, transactional_producer
 
 from logbroker.testing import TEST_OVERRIDES, BrokerProcess, wait_for
@@ -30,11 +28,6 @@ pytestmark = pytest.mark.timeout(120)
 CHECKPOINTS_OFTEN = {"log.flush.offset.checkpoint.interval.ms": "100",
                      "log.flush.start.offset.checkpoint.interval.ms": "100",
                      "transaction.state.log.num.partitions": "1"}
-
-
-def checkpointed(data_dir: Path, name: str, topic: str) -> int | None:
-    path = data_dir / name
-    return read_checkpoint(path).get((topic, 0)) if path.exists() else None
 
 
 @pytest.mark.parametrize("flush_messages", ["1", None], ids=["recovery-point-in-segment", "recovery-point-at-base"])

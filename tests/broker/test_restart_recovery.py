@@ -38,25 +38,13 @@ from clients import (
     sample_specs,
     segment_files,
 )
+from offset_checkpoints import read_checkpoint
 from transactional_clients import read_all, transactional_producer
 
 pytestmark = pytest.mark.timeout(90)
 
 PARTITIONS = 2
 SEGMENT_BYTES = 16_384  # small segments: several per partition, rolled and closed
-
-
-def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
-    """A Kafka offset checkpoint: `0`, a count, then `topic partition offset` lines."""
-    lines = path.read_text().splitlines()
-    assert lines[0] == "0", f"{path.name}: version line {lines[0]!r}"
-    count = int(lines[1])
-    assert len(lines) == 2 + count, f"{path.name}: count {count} but {len(lines) - 2} entries"
-    entries = {}
-    for line in lines[2:]:
-        topic, partition, offset = line.split(" ")
-        entries[(topic, int(partition))] = int(offset)
-    return entries
 
 
 def dump_log(*args: str | Path) -> subprocess.CompletedProcess:
