@@ -14,7 +14,9 @@ point sits inside the active segment, at the log end.
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import OffsetSpec
 
 from clients import TIMEOUT_S, admin, create_topic
 from offset_checkpoints import checkpointed
@@ -62,3 +64,46 @@ def test_a_producer_with_only_its_marker_above_the_log_start_goes_on_after_a_res
             producer.commit_transaction(TIMEOUT_S)
         assert errors == []
         assert read_all(bootstrap, "history", isolation="read_committed", expect=2) == [(0, 6, b"after"), (0, 8, b"after")]
+
+
+@pytest.mark.parametrize("how", ["stop", "kill"])
+def test_a_transactional_producer_goes_on_after_retention_removed_its_segments(tmp_path, how):
+    """retention.bytes removes every segment holding a transactional producer's batches and
+    markers while an idempotent producer fills the newer ones. After a clean restart the
+    producer is known (the snapshot at the log end holds it) and its next sequence follows;
+    after kill -9 the log starts at the first kept segment (its base is the log start; Kafka
+    checkpoints no log start equal to it), recovery replays the kept segments only, the producer
+    is unknown there and any sequence is accepted (Kafka: no current epoch)."""
+    broker = BrokerProcess(tmp_path, overrides={**TEST_OVERRIDES, **CHECKPOINTS_OFTEN,
+                                                "log.retention.check.interval.ms": "200",
+                                                "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}"})
+    with broker:
+        bootstrap = broker.bootstrap
+        create_topic(bootstrap, "retained", config={"segment.bytes": "2048", "retention.bytes": "4096"})
+        producer = transactional_producer(bootstrap, "txn-retained")
+        errors = []
+        for round_ in range(2):
+            producer.begin_transaction()
+            for i in range(3):
+                producer.produce("retained", f"txn-{round_}-{i}".encode() * 20, partition=0,
+                                 on_delivery=lambda err, _msg: err and errors.append(err))
+            producer.commit_transaction(TIMEOUT_S)  # offsets 0-7: two transactions
+        filler = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 0})
+        for i in range(40):
+            filler.produce("retained", f"filler-{i}".encode() * 40, partition=0)
+            filler.flush(TIMEOUT_S)  # one batch each, ~500 bytes: a segment holds three or four
+        assert filler.flush(TIMEOUT_S) == 0
+        earliest = CkTopicPartition("retained", 0)
+
+        def log_start() -> int:
+            return admin(bootstrap).list_offsets({earliest: OffsetSpec.earliest()})[earliest].result(TIMEOUT_S).offset
+        wait_for(lambda: log_start() > 8, what="retention past the transactional producer's batches")
+        broker.stop() if how == "stop" else broker.kill()
+        broker.start()
+        for _ in range(2):
+            producer.begin_transaction()
+            producer.produce("retained", b"after", partition=0, on_delivery=lambda err, _msg: err and errors.append(err))
+            producer.commit_transaction(TIMEOUT_S)
+        assert errors == []
+        records = read_all(bootstrap, "retained", isolation="read_committed", expect=2)
+        assert [r for r in records if r[2] == b"after"] == [(0, 48, b"after"), (0, 50, b"after")]
