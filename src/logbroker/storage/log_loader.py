@@ -17,7 +17,10 @@ Steps, in Kafka's order:
    nothing after a torn write can be trusted. When the recovery point lies inside its segment
    (the active segment is flushed as it grows: log_flush.py), that segment is recovered from the
    recovery point only — what lies below it, index entries included, was fsynced — and the
-   producer state starts from the snapshot taken at that recovery point.
+   producer state starts from the newest snapshot in the segment up to the recovery point (a
+   flush for flush.messages or flush.ms takes none: then from the segment's first batch), even
+   when the log start lies past it: as Kafka's replay of the whole segment, this keeps the
+   producers whose data batches are below the log start (KIP-360).
 4. An empty directory gets its first segment at the log start offset; a log that ends before the
    log start offset (a checkpoint ahead of the data) is emptied and restarted there. The active
    segment's indexes get their full preallocated size back.
