@@ -32,6 +32,7 @@ from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.metadata_cache import MetadataCache
 from logbroker.metadata.model import BrokerInfo, PartitionState, TopicInfo, new_topic_id
 from logbroker.replication.replica_manager import ReplicaManager
+from logbroker.server.replica_log_dir_mover import ReplicaLogDirMover
 from logbroker.replication.replica_selector import (
     RACK_AWARE_REPLICA_SELECTOR,
     ClientMetadata,
@@ -70,6 +71,7 @@ class Broker:
         self.cluster = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.replica_log_dir_mover: ReplicaLogDirMover | None = None
         self.controller: Controller | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
@@ -157,6 +159,7 @@ class Broker:
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)
         self.replica_manager.partition_exists = self._partition_exists
+        self.replica_log_dir_mover = ReplicaLogDirMover(self)
         if self.config.replica_selector_class == RACK_AWARE_REPLICA_SELECTOR:
             self.replica_manager.preferred_read_replica = self._preferred_read_replica
         if self.zk is None:
@@ -522,6 +525,8 @@ class Broker:
             await self._share_groups.persister.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
+        if self.replica_log_dir_mover is not None:
+            await self.replica_log_dir_mover.close()
         if self.log_manager is not None:
             self.log_manager.shutdown()
         self._stopped.set()

@@ -1,0 +1,165 @@
+"""DescribeLogDirs and AlterReplicaLogDirs on a broker with two log dirs, through kafka-python's
+admin client and raw requests: sizes and lags as the files are, a replica moved between the dirs
+while a producer writes and a consumer reads, nothing lost and the order kept."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from kafka import KafkaAdminClient, TopicPartitionReplica
+from kafka.errors import NoError
+
+from logbroker.protocol.apis import ApiKey
+from logbroker.testing import TEST_OVERRIDES, BrokerProcess, wait_for
+
+from clients import RawClient, confluent_consumer, create_topic, sample_specs, produce_confluent
+
+KAFKA_STORAGE_ERROR = 56
+LOG_DIR_NOT_FOUND = 57
+REPLICA_NOT_AVAILABLE = 9
+
+
+@pytest.fixture(scope="module")
+def two_dir_broker(tmp_path_factory):
+    base = tmp_path_factory.mktemp("two-dirs")
+    dirs = [base / "d1", base / "d2"]
+    broker = BrokerProcess(base / "broker", overrides={
+        **TEST_OVERRIDES, "log.dirs": ",".join(str(d) for d in dirs), "log.segment.bytes": "1048576"})
+    broker.start()
+    yield broker, [str(d.absolute()) for d in dirs]
+    broker.stop()
+
+
+def kafka_python_admin(bootstrap: str) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="tests-log-dirs")
+
+
+def log_dirs_of(bootstrap: str, topic_partitions=None) -> dict[str, dict]:
+    admin = kafka_python_admin(bootstrap)
+    try:
+        (answer,) = admin.describe_log_dirs(topic_partitions)
+    finally:
+        admin.close()
+    return {d["log_dir"]: d for d in answer["log_dirs"]}
+
+
+def replicas_in(log_dir: dict, topic: str) -> dict[tuple[int, bool], dict]:
+    return {(p["partition_index"], p["is_future_key"]): p
+            for t in log_dir["topics"] if t["name"] == topic for p in t["partitions"]}
+
+
+def dir_of(dirs: dict[str, dict], topic: str, partition: int) -> str:
+    (found,) = [path for path, d in dirs.items() if (partition, False) in replicas_in(d, topic)]
+    return found
+
+
+def test_describe_log_dirs_gives_each_dirs_partitions_sizes_and_disk_space(two_dir_broker):
+    broker, paths = two_dir_broker
+    create_topic(broker.bootstrap, "sized", partitions=4)
+    produce_confluent(broker.bootstrap, "sized", sample_specs(200, partitions=4, seed=3))
+    dirs = log_dirs_of(broker.bootstrap, ["sized"])
+    assert sorted(dirs) == sorted(paths)
+    found = 0
+    for path, d in dirs.items():
+        assert d["error_code"] == 0
+        stat = os.statvfs(path)
+        assert d["total_bytes"] == stat.f_blocks * stat.f_frsize
+        assert 0 < d["usable_bytes"] <= d["total_bytes"]
+        for (index, future), p in replicas_in(d, "sized").items():
+            assert not future and p["offset_lag"] == 0
+            on_disk = sum(f.stat().st_size for f in (Path(path) / f"sized-{index}").glob("*.log"))
+            assert p["partition_size"] == on_disk > 0
+            found += 1
+        assert {t["name"] for t in d["topics"]} <= {"sized"}
+    assert found == 4  # each partition in exactly one dir
+
+
+def test_describe_log_dirs_v1_to_v4_and_a_partition_filter(two_dir_broker):
+    broker, paths = two_dir_broker
+    create_topic(broker.bootstrap, "filtered", partitions=3)
+    with RawClient(broker.bootstrap) as raw:
+        for version in (1, 2, 3, 4):
+            answer = raw.request(ApiKey.DESCRIBE_LOG_DIRS, version,
+                                 topics=[{"topic": "filtered", "partitions": [1]}])
+            assert sorted(r.log_dir for r in answer.results) == sorted(paths)
+            listed = [(t.name, p.partition_index) for r in answer.results for t in r.topics for p in t.partitions]
+            assert listed == [("filtered", 1)]
+            if version >= 4:
+                assert all(r.total_bytes > 0 and r.usable_bytes > 0 for r in answer.results)
+
+
+def test_alter_replica_log_dirs_refuses_unknown_dirs_and_partitions(two_dir_broker):
+    broker, paths = two_dir_broker
+    create_topic(broker.bootstrap, "refused")
+    admin = kafka_python_admin(broker.bootstrap)
+    try:
+        result = admin.alter_replica_log_dirs({
+            TopicPartitionReplica("refused", 0, 0): "/no/such/dir",
+            TopicPartitionReplica("no-such-topic", 0, 0): paths[0]})
+    finally:
+        admin.close()
+    codes = {(tpr.topic, tpr.partition): err.errno for tpr, err in result.items()}
+    assert codes == {("refused", 0): LOG_DIR_NOT_FOUND, ("no-such-topic", 0): REPLICA_NOT_AVAILABLE}
+
+
+def test_a_replica_moves_to_the_other_dir_under_load_with_nothing_lost(two_dir_broker):
+    broker, paths = two_dir_broker
+    topic = "moving"
+    create_topic(broker.bootstrap, topic)
+    produced = {m.offset(): m.value() for m in produce_confluent(
+        broker.bootstrap, topic, sample_specs(12_000, seed=7, value_size=400), **{"batch.size": 65536})}
+    source = dir_of(log_dirs_of(broker.bootstrap, [topic]), topic, 0)
+    target = next(p for p in paths if p != source)
+
+    # A producer writes and a consumer reads the whole time the replica moves.
+    moved = threading.Event()
+    consumed: list[tuple[int, bytes | None]] = []
+    failures: list[str] = []
+
+    def produce_more() -> None:
+        rounds = 0
+        while not moved.is_set() or rounds < 5:
+            for m in produce_confluent(broker.bootstrap, topic, sample_specs(200, seed=100 + rounds)):
+                produced[m.offset()] = m.value()
+            rounds += 1
+
+    def consume() -> None:
+        consumer = confluent_consumer(broker.bootstrap, **{"group.id": "mover", "auto.offset.reset": "earliest"})
+        try:
+            consumer.subscribe([topic])
+            while not (moved.is_set() and not producer.is_alive() and len(consumed) >= len(produced)):
+                msg = consumer.poll(0.5)
+                if msg is not None and msg.error() is not None:
+                    failures.append(str(msg.error()))
+                elif msg is not None:
+                    consumed.append((msg.offset(), msg.value()))
+        finally:
+            consumer.close()
+
+    producer = threading.Thread(target=produce_more)
+    reader = threading.Thread(target=consume)
+    producer.start()
+    reader.start()
+    try:
+        admin = kafka_python_admin(broker.bootstrap)
+        try:
+            result = admin.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 0): target})
+        finally:
+            admin.close()
+        assert list(result.values()) == [NoError]
+        wait_for(lambda: dir_of(log_dirs_of(broker.bootstrap, [topic]), topic, 0) == target,
+                 timeout_s=60, what="the replica in the target dir")
+    finally:
+        moved.set()
+        producer.join()
+        reader.join(timeout=120)
+    assert not reader.is_alive() and failures == []
+    assert replicas_in(log_dirs_of(broker.bootstrap, [topic])[source], topic) == {}
+    assert not [n for n in os.listdir(target) if n.endswith("-future")]
+    assert consumed == sorted(produced.items())  # every record once, in order, as written
+    assert len(consumed) >= 12_000 + 5 * 200
+    text = broker.new_log_text()
+    assert "moved from" in text
