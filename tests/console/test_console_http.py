@@ -221,12 +221,13 @@ def test_record_contents_are_escaped_and_pages_refuse_framing(seeded_broker):
 
 
 def test_the_overview_shows_each_brokers_log_dir_bytes(seeded_broker):
-    from logbroker.cli.log_dirs import log_dir_usage
+    from logbroker.log_dir_usage import log_dir_usage
     from logbroker.webconsole.render import human_bytes
 
     bootstrap, _, _ = seeded_broker
-    [(broker_id, _, size, total, usable)] = log_dir_usage(bootstrap)
-    assert broker_id == 0 and size > 0 and total >= usable > 0
+    [usage] = log_dir_usage(bootstrap)
+    size = usage.size_bytes
+    assert usage.broker_id == 0 and size > 0 and usage.total_bytes >= usage.usable_bytes > 0
     with ConsoleProcess(bootstrap) as console:
         status, page = get(console.url + "/")
     assert status == 200

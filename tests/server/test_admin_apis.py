@@ -41,7 +41,7 @@ from kio.serial import entity_reader, entity_writer
 
 from logbroker.protocol import apis
 from logbroker.server.responses import build
-from logbroker.storage.log_config import TOPIC_CONFIGS
+from logbroker.topic_configs import TOPIC_CONFIGS
 from logbroker.testing import BrokerProcess
 
 TIMEOUT_S = 15

@@ -17,7 +17,7 @@ from logbroker.server.config import (
     Endpoint,
     KafkaConfig,
 )
-from logbroker.storage.log_config import LONG_MAX, TOPIC_CONFIGS
+from logbroker.topic_configs import LONG_MAX, TOPIC_CONFIGS
 
 STOCK = Path(__file__).parent.parent / "fixtures" / "server.properties"  # Kafka 3.9's, ZooKeeper mode
 # Kafka 4.1's config/server.properties: KRaft only, a combined broker and controller.

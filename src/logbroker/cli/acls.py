@@ -19,7 +19,8 @@ import itertools
 
 import click
 
-from logbroker.cli.common import admin_client, bootstrap_option, error_sentence, fail
+from logbroker.admin_client import error_sentence
+from logbroker.cli.common import admin_client, bootstrap_option, fail
 from logbroker.security.acl import (
     CLUSTER_NAME,
     WILDCARD_HOST,

@@ -32,7 +32,8 @@ import sys
 import click
 
 from logbroker.cli.admin_connections import client_security
-from logbroker.cli.common import admin_client, error_sentence, fail, load_properties_file
+from logbroker.admin_client import error_sentence
+from logbroker.cli.common import admin_client, fail, load_properties_file
 
 ENTITY_TYPES = ("topics", "brokers", "users", "clients")
 QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")

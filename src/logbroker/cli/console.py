@@ -23,16 +23,14 @@ from dataclasses import dataclass
 
 import click
 
+from logbroker.admin_client import client_config, error_sentence, unreachable
 from logbroker.cli.common import (
     bootstrap_option,
     ensure_reachable,
-    client_config,
-    error_sentence,
     fail,
     fail_with,
     load_properties_file,
     parse_key_values,
-    unreachable,
 )
 
 TIMESTAMP_TYPES = {0: "NO_TIMESTAMP", 1: "CreateTime", 2: "LogAppendTime"}

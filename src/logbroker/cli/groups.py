@@ -27,14 +27,8 @@ import time
 import click
 
 from logbroker.cli import group_views as views
-from logbroker.cli.common import (
-    admin_client,
-    bootstrap_option,
-    error_sentence,
-    fail,
-    fail_with,
-    one_action,
-)
+from logbroker.admin_client import error_sentence
+from logbroker.cli.common import admin_client, bootstrap_option, fail, fail_with, one_action
 from logbroker.cli.group_admin import Cluster, state_name
 
 # Error codes of OffsetDelete's group-level errors that Kafka's tool explains per partition.

@@ -16,7 +16,8 @@ import json
 
 import click
 
-from logbroker.cli.common import admin_client, error_sentence, fail, fail_with
+from logbroker.admin_client import error_sentence
+from logbroker.cli.common import admin_client, fail, fail_with
 
 TIMEOUT_S = 30.0
 

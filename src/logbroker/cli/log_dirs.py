@@ -8,19 +8,19 @@
 
 The JSON is Kafka's (`error` is the Java exception's class name, or null); each broker is asked
 with DescribeLogDirs over its own connection, every partition, and the topic list filters the
-answer, as Kafka's tool does. `log_dir_usage` is what `logbroker status` shows of the same
-answer.
+answer, as Kafka's tool does.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import click
 
 from logbroker.cli.admin_connections import AdminConnections, client_security, run_admin
 from logbroker.cli.common import bootstrap_option, fail, load_properties_file
+from logbroker.errors import KafkaError
+from logbroker.log_dir_usage import broker_addresses, describe_log_dirs
 
 # The Java exception a DescribeLogDirs error code stands for, as Kafka's tool prints it.
 ERROR_CLASSES = {56: "org.apache.kafka.common.errors.KafkaStorageException",
@@ -32,19 +32,13 @@ class LogDirsAdmin(AdminConnections):
         super().__init__(bootstrap, security, client_id="logbroker-log-dirs")
 
     async def find_brokers(self) -> None:
-        from kio.schema.metadata.v12.request import MetadataRequest
-        response = await self._bootstrap.request(MetadataRequest(
-            topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False))
-        self.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
+        self.brokers = await broker_addresses(self._bootstrap)
 
     async def describe(self, broker_id: int) -> list:
-        """The DescribeLogDirs v4 results of one broker, for every partition."""
-        from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
-        response = await self.connection(broker_id).request(DescribeLogDirsRequest(topics=None))
-        if int(response.error_code):
-            raise click.ClickException(
-                f"broker {broker_id} answered {ERROR_CLASSES.get(int(response.error_code), response.error_code)}")
-        return list(response.results)
+        try:
+            return await describe_log_dirs(self.connection(broker_id))
+        except KafkaError as e:
+            raise click.ClickException(f"broker {broker_id}: {e}") from None
 
 
 def as_kafka_json(answers: dict[int, list], topics: set[str]) -> dict:
@@ -56,21 +50,6 @@ def as_kafka_json(answers: dict[int, list], topics: set[str]) -> dict:
          "error": ERROR_CLASSES.get(int(d.error_code), str(int(d.error_code))) if int(d.error_code) else None,
          "logDir": d.log_dir}
         for d in results]} for broker, results in sorted(answers.items())], "version": 1}
-
-
-def log_dir_usage(bootstrap: str, security=None) -> list[tuple[int, str, int, int, int]]:
-    """(broker, log dir, bytes of its partitions, total bytes, usable bytes) of every log dir
-    of every broker; -1 where a broker does not say (a failed dir). Raises what goes wrong."""
-    async def main() -> dict[int, list]:
-        admin = LogDirsAdmin(bootstrap, security)
-        try:
-            await admin.find_brokers()
-            return {b: await admin.describe(b) for b in sorted(admin.brokers)}
-        finally:
-            await admin.close()
-    return [(broker, d.log_dir, sum(p.partition_size for t in d.topics for p in t.partitions),
-             d.total_bytes, d.usable_bytes)
-            for broker, results in sorted(asyncio.run(main()).items()) for d in results]
 
 
 def _int_list(text: str | None, option: str) -> list[int] | None:

@@ -23,13 +23,11 @@ from dataclasses import dataclass, field
 
 import click
 
+from logbroker.admin_client import client_config, error_sentence, is_internal
 from logbroker.cli.common import (
     bootstrap_option,
-    client_config,
     ensure_reachable,
-    error_sentence,
     fail_with,
-    is_internal,
     load_properties_file,
 )
 
@@ -84,7 +82,7 @@ class ClusterStatus:
     partitions: list[PartitionStatus]
     groups: list[GroupStatus] = field(default_factory=list)
     groups_unavailable: str | None = None  # why groups could not be listed
-    log_dirs: list[tuple[int, str, int, int, int]] = field(default_factory=list)  # cli.log_dirs.log_dir_usage
+    log_dirs: list = field(default_factory=list)  # logbroker.log_dir_usage.LogDirUsage of every broker
     log_dirs_unavailable: str | None = None  # why DescribeLogDirs gave nothing
     taken_at: float = field(default_factory=time.time)
 
@@ -96,7 +94,7 @@ class StatusClient:
         from confluent_kafka import Consumer
         from confluent_kafka.admin import AdminClient
 
-        from logbroker.cli.admin_connections import client_security
+        from logbroker.client import client_security
 
         self.admin = AdminClient(config)
         ensure_reachable(self.admin, config)
@@ -135,7 +133,7 @@ class StatusClient:
             status.groups = self._groups(ends)
         except Exception as exc:  # noqa: BLE001 - groups may not exist on this broker yet
             status.groups_unavailable = error_sentence(exc)
-        from logbroker.cli.log_dirs import log_dir_usage
+        from logbroker.log_dir_usage import log_dir_usage
         try:
             status.log_dirs = log_dir_usage(self.bootstrap, self.security)
         except Exception as exc:  # noqa: BLE001 - a broker without DescribeLogDirs, or not allowed
@@ -247,9 +245,10 @@ def _log_dirs_table(status: ClusterStatus):
     for column, justify in (("Broker", "right"), ("Log dir", "left"), ("Size", "right"),
                             ("Usable", "right"), ("Total", "right")):
         table.add_column(column, justify=justify, no_wrap=True)
-    for broker_id, path, size, total, usable in status.log_dirs:
-        table.add_row(str(broker_id), path, human_bytes(size),
-                      human_bytes(usable if usable >= 0 else None), human_bytes(total if total >= 0 else None))
+    for d in status.log_dirs:
+        table.add_row(str(d.broker_id), d.log_dir, human_bytes(d.size_bytes),
+                      human_bytes(d.usable_bytes if d.usable_bytes >= 0 else None),
+                      human_bytes(d.total_bytes if d.total_bytes >= 0 else None))
     return table
 
 

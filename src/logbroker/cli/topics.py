@@ -20,17 +20,15 @@ from dataclasses import dataclass
 
 import click
 
+from logbroker.admin_client import error_sentence, is_internal, unreachable
 from logbroker.cli.topic_partitions import DEFAULT_PARTITION_SIZE_LIMIT, describe_topic_partitions
 from logbroker.cli.common import (
     admin_client,
     bootstrap_option,
-    error_sentence,
     fail,
     fail_with,
-    is_internal,
     one_action,
     parse_key_values,
-    unreachable,
 )
 
 TIMEOUT_S = 15.0

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import click
 
-from logbroker.cli.common import client_config, error_sentence, fail, load_properties_file
+from logbroker.admin_client import client_config, error_sentence
+from logbroker.cli.common import fail, load_properties_file
 
 _ENTRY = re.compile(r"\s*(SCRAM-SHA-(?:256|512))=\[([^\]]*)\]\s*(?:,|$)")
 

@@ -29,7 +29,7 @@ from logbroker.errors import (
 from logbroker.metadata.assignment import assign_replicas
 from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.model import PartitionState, TopicInfo, new_topic_id
-from logbroker.storage.log_config import LogConfig
+from logbroker.topic_configs import parse_overrides
 from logbroker.types import MAX_TOPIC_LENGTH, TopicPartition
 
 # Kafka's controller refuses a request that would write more than this many records in one go
@@ -74,7 +74,7 @@ class Controller:
         validate_topic_name(name)
         self._check_collision(name)
         _check_batch_size(len(assignment) if assignment else num_partitions)
-        LogConfig.defaults().with_overrides(configs)  # raises InvalidConfigError naming the key
+        parse_overrides(configs)  # raises InvalidConfigError naming the key
         if assignment:
             self._check_assignment(assignment, start=0)
         else:

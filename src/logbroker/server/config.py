@@ -47,7 +47,8 @@ from logbroker.server.config_defs import (
     parse_override,
     parse_value,
 )
-from logbroker.storage.log_config import REMOVED_IN_KAFKA_4, TOPIC_CONFIGS, LogConfig, format_value
+from logbroker.storage.log_config import LogConfig
+from logbroker.topic_configs import REMOVED_IN_KAFKA_4, TOPIC_CONFIGS, format_value
 
 log = logging.getLogger("kafka.server.KafkaConfig")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from logbroker.coordinator.assignors import assignors_from_config
 from logbroker.errors import InvalidConfigError
 from logbroker.replication.replica_selector import SELECTORS
-from logbroker.storage.log_config import (
+from logbroker.topic_configs import (
     INT_MAX,
     LONG_MAX,
     TOPIC_CONFIGS,
@@ -24,6 +24,7 @@ from logbroker.storage.log_config import (
     between,
     format_value,
     one_of,
+    parse_boolean,
 )
 
 SHORT_MAX = (1 << 15) - 1
@@ -504,12 +505,7 @@ def _parse(kind: str, raw: object) -> object:
             raise TypeError(raw)
         return float(raw.strip()) if isinstance(raw, str) else float(raw)
     if kind == "boolean":
-        if isinstance(raw, bool):
-            return raw
-        text = str(raw).strip().lower()
-        if text not in ("true", "false"):
-            raise ValueError(raw)
-        return text == "true"
+        return parse_boolean(raw)
     if kind == "list":
         if isinstance(raw, (list, tuple)):
             return [str(item).strip() for item in raw if str(item).strip()]

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from logbroker.server.config_defs import ConfigError
-from logbroker.storage.log_config import INT_MAX
+from logbroker.topic_configs import INT_MAX
 
 
 def parse_ip_overrides(text: str) -> dict[str, int]:

@@ -79,7 +79,7 @@ from logbroker.security.principal import ANONYMOUS, ssl_principal
 from logbroker.server.connection_quotas import ConnectionQuotas, normalize_ip
 from logbroker.server.read_buffers import ReadBuffers
 from logbroker.server.tls import TlsError, TlsSession
-from logbroker.storage.log_config import INT_MAX
+from logbroker.topic_configs import INT_MAX
 from logbroker.storage.values import FileRegion
 
 log = logging.getLogger("kafka.network.SocketServer")

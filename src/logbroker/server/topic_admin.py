@@ -24,7 +24,7 @@ import uuid
 
 from logbroker.errors import InvalidConfigError, RequestTimedOutError
 from logbroker.metadata.model import TopicInfo
-from logbroker.storage.log_config import deprecation_warnings
+from logbroker.topic_configs import deprecation_warnings
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.ZkAdminManager")

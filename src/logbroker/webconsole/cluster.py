@@ -22,7 +22,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from logbroker.cli.common import INTERNAL_TOPICS, client_config, error_sentence
+from logbroker.admin_client import INTERNAL_TOPICS, client_config, error_sentence
 from logbroker.webconsole import paging
 from logbroker.webconsole.model import (
     Acl,
@@ -220,15 +220,15 @@ class Cluster:
     def log_dir_bytes(self) -> tuple[dict[int, int] | None, str | None]:
         """The bytes of the partitions in each broker's log dirs (DescribeLogDirs), or None and
         why not (a broker without the API, a principal without DESCRIBE on the cluster)."""
-        from logbroker.cli.admin_connections import client_security
-        from logbroker.cli.log_dirs import log_dir_usage
+        from logbroker.client import client_security
+        from logbroker.log_dir_usage import log_dir_usage
         try:
             usage = log_dir_usage(self.bootstrap, client_security(self.properties))
         except Exception as e:  # noqa: BLE001 — the overview shows why instead of the sizes
             return None, _sentence(e)
         sizes: dict[int, int] = {}
-        for broker_id, _, size, _, _ in usage:
-            sizes[broker_id] = sizes.get(broker_id, 0) + size
+        for d in usage:
+            sizes[d.broker_id] = sizes.get(d.broker_id, 0) + d.size_bytes
         return sizes, None
 
     def create_topic(self, name: str, *, partitions: int, replication_factor: int,

@@ -25,7 +25,7 @@ from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import require_config_access
 from logbroker.server import group_configs
 from logbroker.server.config import BROKER_CONFIGS, LOG_CONFIG_SYNONYMS, ConfigSource
-from logbroker.storage.log_config import TOPIC_CONFIGS, format_value
+from logbroker.topic_configs import TOPIC_CONFIGS, format_value
 
 API_KEY = 32
 

@@ -24,7 +24,7 @@ from logbroker.security.acl import AclOperation
 from logbroker.server import group_configs
 from logbroker.server.apis.alter_configs import alter_resources, existing_topic, store_topic_configs
 from logbroker.server.authorization import require_config_access
-from logbroker.storage.log_config import TOPIC_CONFIGS
+from logbroker.topic_configs import TOPIC_CONFIGS
 
 API_KEY = 44
 
