@@ -228,6 +228,7 @@ def test_startup_skips_non_partitions_and_removes_deleted_partitions(dirs, clock
     lm = manager(dirs, clock)
     assert [log.topic_partition for log in lm.all_logs()] == [TopicPartition("real", 7)]
     assert not (d / "t-0.0123456789abcdef0123456789abcdef-delete").exists()
+    assert not (d / "t-0.abc-future").exists()  # a move cut short by the shutdown is dropped
     assert (d / "not_a_partition").exists()
     lm.shutdown()
 
@@ -346,4 +347,41 @@ def test_deleting_many_logs_rewrites_each_checkpoint_once(dirs, clock, monkeypat
     assert sorted(writes) == sorted(["recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
                                      "replication-offset-checkpoint"])
     assert OffsetCheckpointFile(dirs[0] / "recovery-point-offset-checkpoint").read() == {}
+    lm.shutdown()
+
+
+def test_a_future_log_copied_from_the_current_one_replaces_it(dirs, clock):
+    lm = manager(dirs, clock)
+    tp = TopicPartition("moving", 0)
+    current = lm.get_or_create_log(tp, topic_id=uuid.UUID(int=9))
+    for _ in range(5):
+        current.append_as_leader(batch(3), leader_epoch=2)
+    current.update_high_watermark(12)
+    target = next(d for d in lm.log_dirs if d != current.dir.parent)
+    future = lm.create_future_log(tp, target)
+    assert future.dir.parent == target and future.dir.name.startswith("moving-0.")
+    assert future.dir.name.endswith("-future") and len(future.dir.name) == len("moving-0.") + 32 + len("-future")
+    assert lm.future_logs_by_dir() == {target: [future]} and lm.all_logs() == [current]
+    region = current.read(0, max_bytes=1 << 20).region
+    future.append_as_follower(os.pread(region.fd, region.size, region.position))
+    moved = lm.replace_current_with_future(tp)
+    assert lm.get_log(tp) is moved and lm.get_future_log(tp) is None
+    assert moved.dir == target / "moving-0" and moved.topic_id == uuid.UUID(int=9)
+    assert (moved.log_start_offset, moved.log_end_offset, moved.high_watermark) == (0, 15, 12)
+    assert moved.end_offset_for_epoch(2) == (2, 15)
+    assert [p.name.endswith("-delete") for p in current.dir.parent.iterdir() if p.name.startswith("moving")] == [True]
+    assert tp in OffsetCheckpointFile(target / "replication-offset-checkpoint").read()
+    lm.shutdown()
+    again = manager(dirs, clock)
+    assert again.get_log(tp).dir == target / "moving-0" and again.get_log(tp).log_end_offset == 15
+    again.shutdown()
+
+
+def test_a_log_asked_for_in_a_dir_before_it_exists_is_created_there(dirs, clock):
+    lm = manager(dirs, clock)
+    lm.get_or_create_log(TopicPartition("other", 0))  # so the least-used dir is dirs[1]
+    wanted = lm.log_dir_of(dirs[0])
+    assert wanted == dirs[0].absolute() and lm.log_dir_of("/elsewhere") is None
+    lm.prefer_log_dir(TopicPartition("placed", 0), wanted)
+    assert lm.get_or_create_log(TopicPartition("placed", 0)).dir.parent == wanted
     lm.shutdown()
