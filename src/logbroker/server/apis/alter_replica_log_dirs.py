@@ -22,7 +22,7 @@ from logbroker.errors import (
 )
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import cluster_allowed
-from logbroker.storage.log_manager import future_dir_name
+from logbroker.storage.future_logs import future_dir_name
 from logbroker.types import TopicPartition
 
 API_KEY = 34
