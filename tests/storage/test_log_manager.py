@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 
@@ -12,7 +13,7 @@ from logbroker.errors import InconsistentClusterIdError, InconsistentTopicIdErro
 from logbroker.records.builder import build_batch
 from logbroker.storage.checkpoints import CLEAN_SHUTDOWN_FILE, BrokerMetadata, OffsetCheckpointFile
 from logbroker.storage.log_config import LogConfig
-from logbroker.storage.log_manager import LogManager
+from logbroker.storage.log_manager import LogManager, is_dir_failure
 from logbroker.types import TopicPartition
 
 NOW = 1_700_000_000_000
@@ -385,3 +386,35 @@ def test_a_log_asked_for_in_a_dir_before_it_exists_is_created_there(dirs, clock)
     lm.prefer_log_dir(TopicPartition("placed", 0), wanted)
     assert lm.get_or_create_log(TopicPartition("placed", 0)).dir.parent == wanted
     lm.shutdown()
+
+
+def test_an_io_error_in_a_checkpoint_takes_only_that_dir_offline(dirs, clock):
+    lm = manager(dirs, clock)
+    failed_calls = []
+    lm.on_dir_failure = lambda d, tps: failed_calls.append((d, sorted(tps)))
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    la, lb = lm.get_or_create_log(a), lm.get_or_create_log(b)
+    assert la.dir.parent != lb.dir.parent
+    broken = la.dir.parent
+    os.rename(broken, f"{broken}.gone")
+    broken.write_text("")  # the dir is a file now: the next write in it fails with ENOTDIR
+    lm.checkpoint_high_watermarks()  # the other dir's checkpoint is still written
+    assert failed_calls == [(broken, [a])]
+    assert lm.offline_dirs.keys() == {broken} and lm.is_offline(a) and not lm.is_offline(b)
+    assert lm.get_log(a) is None and lm.all_logs() == [lb]
+    assert b in OffsetCheckpointFile(lb.dir.parent / "replication-offset-checkpoint").read()
+    with pytest.raises(KafkaStorageError):
+        lm.get_or_create_log(a)
+    assert lm.get_or_create_log(TopicPartition("t", 2)).dir.parent == lb.dir.parent
+    lm.checkpoint_recovery_points()
+    assert len(failed_calls) == 1  # told once
+    lm.shutdown()
+
+
+def test_a_full_disk_is_not_a_failed_dir():
+    full = KafkaStorageError("no room")
+    full.__cause__ = OSError(errno.ENOSPC, "No space left on device")
+    broken = KafkaStorageError("broken")
+    broken.__cause__ = OSError(errno.EIO, "Input/output error")
+    assert not is_dir_failure(full) and is_dir_failure(broken)
+    assert not is_dir_failure(KafkaStorageError("no OSError at all"))

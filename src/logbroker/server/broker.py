@@ -160,6 +160,8 @@ class Broker:
                                               clock=self.clock)
         self.replica_manager.partition_exists = self._partition_exists
         self.replica_log_dir_mover = ReplicaLogDirMover(self)
+        loop = asyncio.get_running_loop()
+        self.log_manager.on_dir_failure = lambda d, tps: loop.call_soon_threadsafe(self._on_dir_failure, d, tps)
         if self.config.replica_selector_class == RACK_AWARE_REPLICA_SELECTOR:
             self.replica_manager.preferred_read_replica = self._preferred_read_replica
         if self.zk is None:
@@ -336,6 +338,16 @@ class Broker:
         info = self.inter_broker_endpoint(broker_id)
         return (info.host, info.port) if info is not None else None
 
+    def _on_dir_failure(self, log_dir: Path, tps: list[TopicPartition]) -> None:
+        """A log dir went offline (LogManager.maybe_fail_dir): stop hosting its partitions and,
+        on a cluster, tell the controller (Kafka's /log_dir_event_notification), which moves
+        their leadership to other brokers. Event loop."""
+        self.replica_manager.stop_replicas(tps, delete=False)
+        for tp in tps:
+            self.replica_log_dir_mover.cancel(tp)
+        if self.cluster is not None:
+            self.cluster.notify_log_dir_failure()
+
     def _bound_port(self, name: str) -> int:
         return next((l.port for l in self.listeners if l.name == name), self.listeners[0].port)
 
@@ -438,6 +450,8 @@ class Broker:
         """Cluster mode: a newer leader epoch for a partition this broker hosts → lead or follow."""
         partition = self.replica_manager.partitions.get(tp)
         if partition is not None and state.leader_epoch <= partition.leader_epoch:
+            return
+        if self.log_manager.is_offline(tp):  # its log dir failed: not hosted until a restart
             return
         replicas = info.assignment[tp.partition]
         config = self.topic_log_config(info)

@@ -49,8 +49,11 @@ def describe_log_dirs(broker, wanted: Mapping[str, set[int]] | None) -> list[Log
         return wanted is None or tp.partition in wanted.get(tp.topic, ())
 
     infos = []
+    offline = manager.offline_dirs
     for path in manager.log_dirs:
         try:
+            if path in offline:
+                raise OSError(offline[path])
             stat = os.statvfs(path)
         except OSError:
             infos.append(LogDirInfo(path=path, error_code=KafkaStorageError.code, replicas=(),

@@ -2,10 +2,10 @@
 
 As Kafka's ReplicaManager.alterReplicaLogDirs: ALTER on the cluster (else every partition
 CLUSTER_AUTHORIZATION_FAILED). Per partition: LOG_DIR_NOT_FOUND for a path that is not one of
-this broker's log dirs, KAFKA_STORAGE_ERROR for a dir that cannot be read, INVALID_TOPIC_EXCEPTION
-when the future dir's name would pass 255 bytes, REPLICA_NOT_AVAILABLE when this broker has no
-replica of it (its log is then created in that dir when it comes); otherwise NONE, and the
-replica moves in the background (server/replica_log_dir_mover.py) — at once if it is already
+this broker's log dirs, KAFKA_STORAGE_ERROR for a failed dir or a replica in one,
+INVALID_TOPIC_EXCEPTION when the future dir's name would pass 255 bytes, REPLICA_NOT_AVAILABLE
+when this broker has no replica of it (its log is then created in that dir when it comes);
+otherwise NONE, and the replica moves in the background (server/replica_log_dir_mover.py) — at once if it is already
 there. DescribeLogDirs shows the move as a future replica until it is done.
 """
 
@@ -49,9 +49,13 @@ def _move(broker, tp: TopicPartition, path: str) -> int:
         if log_dir is None:
             raise LogDirNotFoundError(f"Log dir {path} is not one of this broker's log.dirs")
         try:
+            if log_dir in broker.log_manager.offline_dirs:
+                raise OSError(broker.log_manager.offline_dirs[log_dir])
             os.statvfs(log_dir)
         except OSError as e:
             raise KafkaStorageError(f"Log dir {log_dir} is offline: {e}") from e
+        if broker.log_manager.is_offline(tp):
+            raise KafkaStorageError(f"The replica of {tp} is in an offline log dir")
         broker.replica_log_dir_mover.move(tp, log_dir)
         return 0
     except KafkaError as exc:

@@ -7,8 +7,8 @@ absolute path, the partitions asked for (`topics` null: every one) with their si
 bytes. A partition being moved here by AlterReplicaLogDirs is listed in its target dir too, as a
 future replica (`is_future_key`), whose lag is how far it trails the current replica's log end;
 the current replica's lag is how far its log end trails the high watermark (a follower catching
-up), never negative. A dir the broker cannot read (unmounted, failing) answers
-KAFKA_STORAGE_ERROR with no partitions and -1 bytes.
+up), never negative. A dir that failed (an I/O error took it offline) or that the broker cannot
+read answers KAFKA_STORAGE_ERROR with no partitions and -1 bytes.
 """
 
 from __future__ import annotations
