@@ -9,7 +9,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaAdminClient, TopicPartitionReplica
+from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import NoError
 
 from logbroker.protocol.apis import ApiKey
@@ -163,3 +165,35 @@ def test_a_replica_moves_to_the_other_dir_under_load_with_nothing_lost(two_dir_b
     assert len(consumed) >= 12_000 + 5 * 200
     text = broker.new_log_text()
     assert "moved from" in text
+
+
+def test_a_replica_whose_log_starts_inside_a_batch_moves_with_its_log_start(two_dir_broker):
+    """DeleteRecords left the log start inside a batch: the copy takes that whole batch and
+    keeps the log start where it was, so a consumer from the earliest offset sees the same."""
+    broker, paths = two_dir_broker
+    topic = "deleted-head"
+    create_topic(broker.bootstrap, topic)
+    produce_confluent(broker.bootstrap, topic, sample_specs(100, seed=11), **{"linger.ms": 1000})
+    admin = kafka_python_admin(broker.bootstrap)
+    try:
+        admin.delete_records({KafkaTopicPartition(topic, 0): 37})
+        source = dir_of(log_dirs_of(broker.bootstrap, [topic]), topic, 0)
+        target = next(p for p in paths if p != source)
+        result = admin.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 0): target})
+    finally:
+        admin.close()
+    assert list(result.values()) == [NoError]
+    wait_for(lambda: dir_of(log_dirs_of(broker.bootstrap, [topic]), topic, 0) == target,
+             timeout_s=60, what="the replica in the target dir")
+    consumer = confluent_consumer(broker.bootstrap, **{"group.id": "deleted-head", "auto.offset.reset": "earliest"})
+    try:
+        assert consumer.get_watermark_offsets(ConfluentTopicPartition(topic, 0), timeout=10) == (37, 100)
+        consumer.subscribe([topic])
+        offsets = []
+        while len(offsets) < 63:
+            msg = consumer.poll(10)
+            assert msg is not None and msg.error() is None
+            offsets.append(msg.offset())
+    finally:
+        consumer.close()
+    assert offsets == list(range(37, 100))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import struct
 from pathlib import Path
 
 from logbroker.errors import KafkaError, ReplicaNotAvailableError
@@ -32,6 +33,7 @@ from logbroker.types import TopicPartition
 log = logging.getLogger("kafka.server.ReplicaAlterLogDirsManager")
 
 COPY_CHUNK_BYTES = 1 << 20
+_BASE_OFFSET = struct.Struct(">q")  # a record batch's first field
 
 
 class ReplicaLogDirMover:
@@ -94,7 +96,14 @@ class ReplicaLogDirMover:
                 _align(current, future)
                 if future.log_end_offset < current.log_end_offset:
                     region = current.read(future.log_end_offset, max_bytes=COPY_CHUNK_BYTES).region
-                    future.append_as_follower(os.pread(region.fd, region.size, region.position))
+                    chunk = os.pread(region.fd, region.size, region.position)
+                    (first_base_offset,) = _BASE_OFFSET.unpack_from(chunk)
+                    if first_base_offset < future.log_end_offset == future.log_start_offset:
+                        # The current log starts inside this batch (DeleteRecords): the copy
+                        # starts with the whole batch, then moves its log start up (`_align`),
+                        # as Kafka's Partition does for a future replica.
+                        future.truncate_fully_and_start_at(first_base_offset)
+                    future.append_as_follower(chunk)
                 elif not flushed:  # the bulk goes to disk off the loop; the swap flushes the rest
                     await asyncio.get_running_loop().run_in_executor(None, future.flush)
                     flushed = True
