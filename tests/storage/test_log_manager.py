@@ -358,6 +358,7 @@ def test_a_future_log_copied_from_the_current_one_replaces_it(dirs, clock):
     for _ in range(5):
         current.append_as_leader(batch(3), leader_epoch=2)
     current.update_high_watermark(12)
+    current.maybe_assign_epoch_start_offset(3, 15)  # a new leader that has not written yet
     target = next(d for d in lm.log_dirs if d != current.dir.parent)
     future = lm.create_future_log(tp, target)
     assert future.dir.parent == target and future.dir.name.startswith("moving-0.")
@@ -369,7 +370,7 @@ def test_a_future_log_copied_from_the_current_one_replaces_it(dirs, clock):
     assert lm.get_log(tp) is moved and lm.get_future_log(tp) is None
     assert moved.dir == target / "moving-0" and moved.topic_id == uuid.UUID(int=9)
     assert (moved.log_start_offset, moved.log_end_offset, moved.high_watermark) == (0, 15, 12)
-    assert moved.end_offset_for_epoch(2) == (2, 15)
+    assert moved.end_offset_for_epoch(2) == (2, 15) and moved.latest_epoch == 3
     assert [p.name.endswith("-delete") for p in current.dir.parent.iterdir() if p.name.startswith("moving")] == [True]
     assert tp in OffsetCheckpointFile(target / "replication-offset-checkpoint").read()
     lm.shutdown()

@@ -103,6 +103,11 @@ class FutureLogs:
                              high_watermark=high_watermark, had_clean_shutdown=True,
                              producer_id_expiration_ms=self._producer_id_expiration_ms,
                              topic_partition=tp)
+            # A leader epoch begun without a batch yet (a new leader) is in the current log's
+            # cache only: the copy learnt its epochs from batches.
+            latest = current.leader_epoch_cache.latest_entry
+            if latest is not None and (moved.latest_epoch is None or moved.latest_epoch < latest.epoch):
+                moved.maybe_assign_epoch_start_offset(latest.epoch, latest.start_offset)
             self._logs[tp] = moved
             self._write_checkpoints_for_dir(target.parent)
         log.info("The log of partition %s moved from %s to %s", tp, current.dir.parent, target.parent)
