@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, TopicPartitionReplica
 
 from logbroker.testing import ClusterProcess, wait_for
 
@@ -96,3 +96,45 @@ def test_a_failed_log_dir_moves_its_leaderships_and_the_broker_serves_on(cluster
             if t["name"] == topic] == [(topic, [1])]
     text = cluster.brokers[1].new_log_text()
     assert f"Stopped serving the 1 replica(s) in log dir {failing}" in text
+
+
+def log_dirs_of(bootstrap: str, broker_id: int, topic: str) -> dict[str, list[dict]]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="tests-dir-move")
+    try:
+        [answer] = admin.describe_log_dirs({topic: [0]}, brokers=[broker_id])
+    finally:
+        admin.close()
+    return {d["log_dir"]: [p for t in d["topics"] for p in t["partitions"]] for d in answer["log_dirs"]}
+
+
+def test_a_followers_replica_moves_to_its_other_dir_and_stays_in_sync(cluster):
+    """Broker 1 follows the partition; its replica moves between its two dirs while producers
+    write with acks=all. Afterwards it is in the ISR, holds as many bytes as the leader, and
+    once the leader is gone serves every record in order."""
+    cluster, dirs = cluster
+    topic = "follower-move"
+    cluster.create_topic(topic, replica_assignment=[[2, 1, 3]])
+    produce(cluster.bootstrap, topic, 0, [b"first-%d" % i for i in range(3000)])
+    [source] = [path for path, replicas in log_dirs_of(cluster.bootstrap, 1, topic).items() if replicas]
+    target = next(str(d) for d in dirs if str(d) != source)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="tests-dir-move")
+    try:
+        result = admin.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 1): target})
+    finally:
+        admin.close()
+    assert [e.errno for e in result.values()] == [0]
+    produce(cluster.bootstrap, topic, 0, [b"second-%d" % i for i in range(3000)])
+    wait_for(lambda: [p["is_future_key"] for p in log_dirs_of(cluster.bootstrap, 1, topic)[target]] == [False],
+             timeout_s=60, what="broker 1's replica in its other dir")
+    wait_for(lambda: sorted(cluster.partition_state(topic, 0).isr) == [1, 2, 3], what="a full ISR")
+
+    def sizes() -> tuple[int, int]:
+        [on_leader] = [p["partition_size"] for ps in log_dirs_of(cluster.bootstrap, 2, topic).values() for p in ps]
+        [on_1] = [p["partition_size"] for ps in log_dirs_of(cluster.bootstrap, 1, topic).values() for p in ps]
+        return on_leader, on_1
+    wait_for(lambda: sizes()[0] == sizes()[1], what="broker 1 holding what the leader holds")
+    assert log_dirs_of(cluster.bootstrap, 1, topic)[source] == []
+    cluster.kill(2)  # broker 1, next in the assignment, leads from its moved replica
+    assert cluster.wait_for_leader(topic, 0, not_in={2}) == 1
+    assert consume(cluster.bootstrap, topic, 0, 6000) == ([b"first-%d" % i for i in range(3000)]
+                                                          + [b"second-%d" % i for i in range(3000)])
