@@ -105,6 +105,16 @@ def test_alter_replica_log_dirs_refuses_unknown_dirs_and_partitions(two_dir_brok
         admin.close()
     codes = {(tpr.topic, tpr.partition): err.errno for tpr, err in result.items()}
     assert codes == {("refused", 0): LOG_DIR_NOT_FOUND, ("no-such-topic", 0): REPLICA_NOT_AVAILABLE}
+    here = dir_of(log_dirs_of(broker.bootstrap, ["refused"]), "refused", 0)
+    with RawClient(broker.bootstrap) as raw:
+        for version in (1, 2):
+            answer = raw.request(ApiKey.ALTER_REPLICA_LOG_DIRS, version, dirs=[
+                {"path": "relative/nowhere", "topics": [{"name": "refused", "partitions": [0]}]},
+                {"path": here, "topics": [{"name": "refused", "partitions": [0]}]}])  # already there
+            assert [(r.topic_name, [(p.partition_index, p.error_code) for p in r.partitions])
+                    for r in answer.results] == [("refused", [(0, LOG_DIR_NOT_FOUND), (0, 0)])]
+    assert replicas_in(log_dirs_of(broker.bootstrap, ["refused"])[here], "refused") == {
+        (0, False): {"partition_index": 0, "partition_size": 0, "offset_lag": 0, "is_future_key": False}}
 
 
 def test_a_replica_moves_to_the_other_dir_under_load_with_nothing_lost(two_dir_broker):
