@@ -6,6 +6,7 @@ next write in it (a checkpoint) fails with an I/O error that is not a full disk.
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import pytest
@@ -75,7 +76,7 @@ def test_a_failed_log_dir_moves_its_leaderships_and_the_broker_serves_on(cluster
     epoch_of_1 = cluster.partition_state(topic, 1).leader_epoch
 
     gone = f"{failing}.gone"
-    __import__("os").rename(failing, gone)
+    os.rename(failing, gone)
     open(failing, "w").close()  # the dir is now a file: every write in it fails (ENOTDIR)
 
     wait_for(lambda: cluster.leader(topic, 0) in (2, 3) and 1 not in cluster.partition_state(topic, 0).isr,

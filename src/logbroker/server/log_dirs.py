@@ -37,6 +37,18 @@ class LogDirInfo:
     usable_bytes: int
 
 
+def online_dir_stat(manager, path: Path) -> os.statvfs_result:
+    """The file system figures of a log dir; KafkaStorageError when it failed (an I/O error took
+    it offline) or cannot be read now (unmounted, removed)."""
+    why = manager.offline_dirs.get(path)
+    if why is None:
+        try:
+            return os.statvfs(path)
+        except OSError as e:
+            why = str(e)
+    raise KafkaStorageError(f"Log dir {path} is offline: {why}")
+
+
 def describe_log_dirs(broker, wanted: Mapping[str, set[int]] | None) -> list[LogDirInfo]:
     """Every configured log dir of `broker`, with the replicas `wanted` names (topic → partition
     indexes; None: all of them). Must run on the event loop (reads the partition map)."""
@@ -49,13 +61,10 @@ def describe_log_dirs(broker, wanted: Mapping[str, set[int]] | None) -> list[Log
         return wanted is None or tp.partition in wanted.get(tp.topic, ())
 
     infos = []
-    offline = manager.offline_dirs
     for path in manager.log_dirs:
         try:
-            if path in offline:
-                raise OSError(offline[path])
-            stat = os.statvfs(path)
-        except OSError:
+            stat = online_dir_stat(manager, path)
+        except KafkaStorageError:
             infos.append(LogDirInfo(path=path, error_code=KafkaStorageError.code, replicas=(),
                                     total_bytes=-1, usable_bytes=-1))
             continue

@@ -43,10 +43,6 @@ class ReplicaLogDirMover:
         self._broker = broker
         self._tasks: dict[TopicPartition, asyncio.Task] = {}
 
-    @property
-    def moving(self) -> tuple[TopicPartition, ...]:
-        return tuple(self._tasks)
-
     def move(self, tp: TopicPartition, log_dir: Path) -> None:
         """Start moving `tp`'s replica to `log_dir` (a configured dir), unless it is there or
         on its way there; a move to another dir is given up for this one. ReplicaNotAvailable
@@ -112,8 +108,6 @@ class ReplicaLogDirMover:
                     partition.log = manager.replace_current_with_future(tp)
                     return
                 await asyncio.sleep(0)
-        except asyncio.CancelledError:
-            raise
         except (KafkaError, OSError) as e:
             log.error("Moving the replica of %s failed, the replica stays where it is: %s", tp, e)
             manager.abort_future_log(tp)

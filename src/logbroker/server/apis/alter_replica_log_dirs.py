@@ -11,8 +11,6 @@ there. DescribeLogDirs shows the move as a future replica until it is done.
 
 from __future__ import annotations
 
-import os
-
 from logbroker.errors import (
     ClusterAuthorizationFailedError,
     InvalidTopicError,
@@ -22,6 +20,7 @@ from logbroker.errors import (
 )
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import cluster_allowed
+from logbroker.server.log_dirs import online_dir_stat
 from logbroker.storage.future_logs import future_dir_name
 from logbroker.types import TopicPartition
 
@@ -48,12 +47,7 @@ def _move(broker, tp: TopicPartition, path: str) -> int:
         log_dir = broker.log_manager.log_dir_of(path)
         if log_dir is None:
             raise LogDirNotFoundError(f"Log dir {path} is not one of this broker's log.dirs")
-        try:
-            if log_dir in broker.log_manager.offline_dirs:
-                raise OSError(broker.log_manager.offline_dirs[log_dir])
-            os.statvfs(log_dir)
-        except OSError as e:
-            raise KafkaStorageError(f"Log dir {log_dir} is offline: {e}") from e
+        online_dir_stat(broker.log_manager, log_dir)
         if broker.log_manager.is_offline(tp):
             raise KafkaStorageError(f"The replica of {tp} is in an offline log dir")
         broker.replica_log_dir_mover.move(tp, log_dir)
