@@ -3,7 +3,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run serve test bench fuzz
+.PHONY: install run serve test bench fuzz docs docs-serve reference-docs
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -13,7 +13,7 @@ $(PY):
 # broker's first start would compile the ~110 modules it imports, taking ~260 ms instead of ~130
 # and keeping ~2 MiB more memory. compileall writes it here, whatever PYTHONDONTWRITEBYTECODE says.
 install: $(PY)
-	$(PY) -m pip install -q -e '.[test,spark]'
+	$(PY) -m pip install -q -e '.[test,spark,docs]'
 	$(PY) -m compileall -q src
 	@if command -v npm >/dev/null 2>&1; then npm install --prefix tests/js --no-audit --no-fund --loglevel=error >/dev/null; fi
 
@@ -40,3 +40,14 @@ bench: install
 	$(PY) bench/bench_storage.py
 	$(PY) bench/bench_broker.py
 	$(PY) bench/bench_spark.py
+
+# The manual (docs/, mkdocs.yml) as a site in site/; strict: a broken link or anchor fails.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
+
+# Regenerates docs/reference/ from the code (tests/tools/test_reference_docs.py fails when stale).
+reference-docs: install
+	$(PY) -m logbroker.tools.reference_docs

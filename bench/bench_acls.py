@@ -1,4 +1,4 @@
-"""ACL benchmark (issue 7): what one authorization check costs, that it does not grow with the
+"""ACL benchmark: what one authorization check costs, that it does not grow with the
 number of ACLs (the index is a few dict lookups, never a scan), and what the checks cost a broker.
 
     .venv/bin/python bench/bench_acls.py               # ~1 min

@@ -1,4 +1,4 @@
-"""Broker benchmark (issue 3): a real `logbroker serve` subprocess driven by confluent-kafka,
+"""Broker benchmark: a real `logbroker serve` subprocess driven by confluent-kafka,
 in one run beside the machine's ceilings (bench_ceilings.py).
 
     .venv/bin/python bench/bench_broker.py              # ~1 GB per 1 KiB case, ~4 minutes
@@ -10,7 +10,7 @@ The machine is shared (2 cores): each run measures the CPU other processes used 
 run during which they used more than 25% of a core is repeated after waiting for the machine to
 go idle (up to 4 tries); the report shows it as "rest of machine".
 
-Client settings (issue 3): acks=1, linger.ms=5, batch.size=65536 unless stated; records have no
+Client settings: acks=1, linger.ms=5, batch.size=65536 unless stated; records have no
 key. Consumer groups are not used: the consumer assign()s partitions at OFFSET_BEGINNING.
 
 1. Produce 100 B and 1 KiB records, acks=1 and acks=-1, to 1 and to 3 partitions (3 runs per
@@ -131,8 +131,7 @@ QUICK = Sizes({1024: 250_000, 100: 500_000}, reps=2, latency_s=2.0, latency_warm
 
 def proc_user_sys_s(pid: int) -> tuple[float, float]:
     """(utime, stime) of a process, seconds. Apart, because on this VM the host's cost of the
-    memory a page-cache write takes lands in stime (docs/benchmarks.md, "What a sustained write
-    costs on this VM"): utime is the broker's own work, steadier from run to run."""
+    memory a page-cache write takes lands in stime (docs/benchmarks.md, "Method"): utime is the broker's own work, steadier from run to run."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
@@ -631,7 +630,7 @@ def run(root: Path, sizes: Sizes, *, profile: bool, ceilings: bool) -> dict:
         # The latency rows run on a broker of their own whose data directory starts empty, after
         # the GBs written above are removed and synced: kept, they leave the page cache only
         # memory this VM has returned to the host, whose writes cost ~8x the kernel CPU, and a
-        # half-load window then measures that (docs/benchmarks.md, "What a sustained write costs
+        # half-load window then measures that (docs/benchmarks.md, "Method"
         # on this VM"). bench_roll_latency.py removes its cases the same way.
         bench.stop()
         remove_written(bench.broker.data_dir)
@@ -777,13 +776,13 @@ def goals(results: dict) -> list[list[str]]:
     rows.append(["start ≤ 250 ms (spawn → first accepted connection)",
                  f"{st['connect_median_ms']:.0f} ms (own line: {st['own_median_ms']:.0f} ms)",
                  (f"without `hypothesis`: {nh['connect_median_ms']:.0f} ms; " if nh else "")
-                 + (f"bare asyncio {ref['median_ms']:.0f} ms" if ref else "bare asyncio 134 ms (issue)"),
+                 + (f"bare asyncio {ref['median_ms']:.0f} ms" if ref else "bare asyncio 134 ms"),
                  verdict(st["connect_median_ms"] <= GOAL_START_MS)])
     idle = results["idle_mem"]
     nh_idle = nh.get("idle_mem") if nh else None
     rows.append(["idle RSS ≤ 40 MiB", f"VmRSS {idle['VmRSS']:.1f} MiB (RssAnon {idle['RssAnon']:.1f})",
                  (f"without `hypothesis`: {nh_idle['VmRSS']:.1f} MiB; " if nh_idle else "")
-                 + "bare asyncio 19 MiB (issue)", verdict(idle["VmRSS"] <= GOAL_IDLE_RSS_MIB)])
+                 + "bare asyncio 19 MiB", verdict(idle["VmRSS"] <= GOAL_IDLE_RSS_MIB)])
     peak_anon = max(r["peak_anon_mib"] for r in results["produce"])
     peak_rss = max(r["peak_rss_mib"] for r in results["produce"])
     rows.append(["RssAnon ≤ 200 MiB under load", f"peak RssAnon {peak_anon:.1f} MiB (VmRSS {peak_rss:.1f})",
@@ -799,7 +798,7 @@ def report(machine, sizes: Sizes, args, results: dict, elapsed: float) -> str:
     out += [f"Command: `{cmd}` (run time {elapsed:.0f} s)", "", "Machine:", *machine.lines(),
             f"- code: {results.get('code', '?')}",
             f"- busy before the run (2 s, all processes): {results['machine_busy_before_pct']:.0f}% of one core", ""]
-    out += ["### Goals (issue 3)", "", table(["goal", "this run", "beside it", "verdict"], goals(results)), ""]
+    out += ["### Goals", "", table(["goal", "this run", "beside it", "verdict"], goals(results)), ""]
 
     client = {r["size"]: r for r in results.get("ceilings", {}).get("client", [])}
     out += ["### Produce (confluent-kafka, linger.ms=5, batch.size=65536, no key)", ""]
@@ -849,7 +848,7 @@ def report(machine, sizes: Sizes, args, results: dict, elapsed: float) -> str:
         out += [f"- Beside it: loopback sendfile {loop['sendfile']['mb_s']:,.0f} MB/s at "
                 f"{loop['sendfile']['sender_cpu_s_per_gb']:.2f} CPU-s/GB for the sender; read+send "
                 f"{loop['read+send']['mb_s']:,.0f} MB/s at {loop['read+send']['sender_cpu_s_per_gb']:.2f} "
-                "(DESIGN.md §3: 0.09 and 0.50). kcat's wall time includes its start and connect.", ""]
+                "(architecture.md §3: 0.09 and 0.50). kcat's wall time includes its start and connect.", ""]
 
     out += ["### Produce latency, 1 KiB, one partition, at a fixed rate", ""]
     rows = [["all" if r["acks"] == -1 else r["acks"], r["linger_ms"], r["load"], r.get("segments", ""),
@@ -874,7 +873,7 @@ def report(machine, sizes: Sizes, args, results: dict, elapsed: float) -> str:
             "segment.bytes). The two 1/4 rows differ only in segment.bytes (1 GiB, no roll; 256 MiB, rolls). "
             "These rows run on a broker of their own whose data directory starts empty: the GBs written above "
             "are removed and synced first, since on this VM a write that follows them goes into memory returned to "
-            "the host (docs/benchmarks.md, \"What a sustained write costs on this VM\"). "
+            "the host (docs/benchmarks.md, \"Method\"). "
             "The pacing loop waits in poll() (up to 1 ms) between rounds; before 26 Nov 2026 it spun (poll(0.0002) is poll(0)) and took a core. \"Queue-full waits\": produce() found librdkafka's queue full (the rate was not sustained).", ""]
 
     idle, after = results["idle_mem"], results["after_mem"]

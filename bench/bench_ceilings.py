@@ -1,4 +1,4 @@
-"""The machine's own limits for the broker benchmark (issue 3), measured in the same run:
+"""The machine's own limits for the broker benchmark, measured in the same run:
 
     .venv/bin/python bench/bench_ceilings.py            # alone: ~1 minute
     .venv/bin/python bench/bench_ceilings.py --quick
@@ -40,7 +40,7 @@ from common import GiB, MiB, dd_write, is_tmpfs, machine_info, median, prefault,
 MB = 1e6
 GB = 1e9
 
-# The client settings of issue 3 (acks is given per run).
+# The broker benchmark's client settings (acks is given per run).
 PRODUCER_DEFAULTS = {"linger.ms": 5, "batch.size": 65536}
 CONSUMER_SETTINGS = {
     "group.id": "bench",  # required by the client; no group is joined (assign(), no commits)
@@ -182,7 +182,7 @@ def paced_produce(producer, topic: str, value: bytes, *, rate: float, start: flo
 
     librdkafka takes the timeout in whole milliseconds: a poll(0.0002), which this loop used until
     26 Nov 2026, is poll(0) and the loop spun — a whole core of a 2-core machine at half load,
-    taken from the broker under test (docs/benchmarks.md, "What makes the p99 at half load")."""
+    taken from the broker under test (docs/benchmarks.md, "A broker")."""
     clock = time.perf_counter
     produce, poll = producer.produce, producer.poll
     sent = queue_full = 0

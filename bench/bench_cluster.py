@@ -1,4 +1,4 @@
-"""Cluster benchmark (issue 6): three `logbroker serve` processes and one ZooKeeper on this machine,
+"""Cluster benchmark: three `logbroker serve` processes and one ZooKeeper on this machine,
 all on loopback, driven by confluent-kafka.
 
     .venv/bin/python bench/bench_cluster.py                  # ~10 minutes (failover: ~5)

@@ -1,11 +1,11 @@
-"""Web console benchmark (issue 14): how long `logbroker console` takes to answer its heaviest
+"""Web console benchmark: how long `logbroker console` takes to answer its heaviest
 pages, against a real `logbroker serve` subprocess, over HTTP (the time to the last byte of the
 HTML, as a browser's navigation would wait for it; no rendering).
 
     .venv/bin/python bench/bench_console.py       # 1,000 topics, a 1 GB topic, 200 groups, ~2 min
     .venv/bin/python bench/bench_console.py --topics 200 --gb 0.25   # a scaled-down run
 
-Goal (issue 14): the topic list with 1,000 topics, and the message browser on a 1 GB topic, each
+Goal: the topic list with 1,000 topics, and the message browser on a 1 GB topic, each
 answer in < 1 s.
 
 1. Create `--topics` topics of 1 partition each (plus the big one), commit offsets of `--groups`
@@ -130,7 +130,7 @@ def main() -> None:
         finally:
             broker.stop()
 
-    print("## Web console (issue 14): `bench/bench_console.py`\n")
+    print("## Web console: `bench/bench_console.py`\n")
     print(f"Command: `.venv/bin/python bench/bench_console.py --topics {args.topics} "
           f"--gb {args.gb:g} --groups {args.groups} --runs {args.runs}`\n")
     print("Machine:")

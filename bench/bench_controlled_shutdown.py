@@ -1,4 +1,4 @@
-"""Controlled shutdown (issue 6): what a clean SIGTERM of a partition leader costs, with
+"""Controlled shutdown: what a clean SIGTERM of a partition leader costs, with
 controlled.shutdown.enable=true (leadership moved first) and false (the controller moves it once
 the broker's ZooKeeper session has ended).
 

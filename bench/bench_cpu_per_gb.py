@@ -1,14 +1,14 @@
-"""Broker CPU-s per GB produced (issue 16), source trees side by side: bench_broker's produce
+"""Broker CPU-s per GB produced, source trees side by side: bench_broker's produce
 cases (confluent-kafka in this process, linger.ms=5, 1 KiB, acks=1 and acks=all, one and three
 partitions) against one broker per `--src`, alternating, without bench_broker's waits for an idle
 machine — for A/B comparisons on a shared machine, where both sides take the same noise. The
 goals themselves are judged by bench_broker.py beside its ceilings.
 
 Each run's CPU is also given as user and system time: on this VM the host's cost of the memory
-a page-cache write takes lands in system time (docs/benchmarks.md, "What a sustained write costs
+a page-cache write takes lands in system time (docs/benchmarks.md, "Method"
 on this VM"), so the user column is the steadier reading of the broker's own work.
 
-`--kcat N` adds issue 16's C-client case: N records of 100 B produced by kcat (librdkafka's own
+`--kcat N` adds the C-client case: N records of 100 B produced by kcat (librdkafka's own
 batching, linger.ms=5) to one partition.
 
 `--producer KEY=VALUE` (repeatable) sets a client setting for the 1 KiB cases, e.g.
@@ -19,7 +19,7 @@ requests.
 `--fresh` gives every run a broker of its own on an empty data directory, removed (and synced)
 after the run, with a second of rest. On this VM the page-cache writes of a run that follows
 several GB of kept logs go into memory returned to the host and cost ~8x the kernel CPU (docs/
-benchmarks.md, "What a sustained write costs on this VM"): by the third round of the default mode
+benchmarks.md, "Method"): by the third round of the default mode
 most runs measure that. A fresh run writes into the memory the previous one freed, as a broker
 whose old segments retention deletes does, and the rounds agree (bench_roll_latency.py removes its
 cases the same way).

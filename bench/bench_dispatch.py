@@ -1,4 +1,4 @@
-"""The broker's Python per request, without the event loop or the socket (issue 20).
+"""The broker's Python per request, without the event loop or the socket.
 
 A Broker runs in this process; each request frame (the same frames as bench_request_cost.py) is
 handed straight to its dispatcher, as `KafkaConnection.data_received` would, and the thread's CPU

@@ -1,4 +1,4 @@
-"""What the first use of a lazily loaded part costs a running broker (issue 16): the first
+"""What the first use of a lazily loaded part costs a running broker: the first
 request of each common API (its handler module is imported then: server/apis/__init__.py), and
 the first use of KIP-848 consumer groups and KIP-932 share groups (their modules, their managers,
 the share stack). Timed in a broker process of its own, after Broker.start, with bytecode caches
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     srcs = args.src or [None]
     with tempfile.TemporaryDirectory(prefix="bench-first-use-") as tmp:
-        say("## First use of lazily loaded parts (issue 16)")
+        say("## First use of lazily loaded parts")
         for line in machine_info(tmp).lines():
             say(line)
         say(f"- load average: {os.getloadavg()}")

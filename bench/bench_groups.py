@@ -1,4 +1,4 @@
-"""Group coordinator failover (issue 6): loading a `__consumer_offsets` partition, and the time
+"""Group coordinator failover: loading a `__consumer_offsets` partition, and the time
 from a coordinator's SIGKILL to the next acknowledged offset commit.
 
     .venv/bin/python bench/bench_groups.py            # load: 1000 groups × 100 offsets × 5 commits

@@ -1,4 +1,4 @@
-"""What metrics cost (issue 8): produce throughput with `metrics.port` set vs unset, and the hooks
+"""What metrics cost: produce throughput with `metrics.port` set vs unset, and the hooks
 timed alone.
 
     .venv/bin/python bench/bench_metrics.py            # ~1 minute

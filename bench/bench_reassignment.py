@@ -1,4 +1,4 @@
-"""Partition reassignment and preferred-leader election on three local brokers (issue 6).
+"""Partition reassignment and preferred-leader election on three local brokers.
 
     .venv/bin/python bench/bench_reassignment.py              # 100 MiB, 3 repeats
     .venv/bin/python bench/bench_reassignment.py --mib 20 --reps 1

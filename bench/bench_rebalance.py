@@ -1,4 +1,4 @@
-"""Consumer-group rebalance benchmark (issues 4, 13): how long a group of 3 takes to become a group
+"""Consumer-group rebalance benchmark: how long a group of 3 takes to become a group
 of 4, on the classic protocol and on KIP-848's consumer protocol.
 
     .venv/bin/python bench/bench_rebalance.py                 # ~3-4 minutes

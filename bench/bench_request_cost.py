@@ -1,4 +1,4 @@
-"""The broker's CPU per small request (issue 20): Produce of 1-10 records, Fetch of a few records
+"""The broker's CPU per small request: Produce of 1-10 records, Fetch of a few records
 or one that waits, measured as the broker process's utime+stime divided by the requests answered.
 
 The load comes from raw sockets in separate client processes (`multiprocessing`), each holding
@@ -13,7 +13,7 @@ source tree, alternating, so a before/after comparison shares the machine's nois
 `--profile` adds a breakdown (where each request's CPU goes, by stage) from one more broker per
 case, run under cProfile with a CPU clock.
 
-`--librdkafka` adds issue 20's scenario as a user runs it (confluent-kafka, 1 KiB records, 6
+`--librdkafka` adds the scenario as a user runs it (confluent-kafka, 1 KiB records, 6
 partitions, linger.ms=0, paced at `--rates`; `--producers 1,6` shares each rate among that many
 producers, each a process and a connection of its own: many applications at a modest rate each);
 `--consumer` the same at acks=1 with a consumer
@@ -581,7 +581,7 @@ class KeepAwake:
 
 def librdkafka_paced(broker: BrokerProcess, *, acks: int, rate: int, seconds: float,
                      consumer: bool = False, producers: int = 1) -> dict:
-    """Issue 20's scenario as a user runs it: confluent-kafka sending 1 KiB records at `rate` a
+    """The scenario as a user runs it: confluent-kafka sending 1 KiB records at `rate` a
     second over 6 partitions with linger.ms=0 (each record in a request of its own, mostly).
     Broker CPU per Produce request, the requests counted from librdkafka's statistics. With
     `producers` > 1 the rate is shared by that many producers, each in a process and on a
@@ -658,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--src", action="append", default=[], help="logbroker source tree, optionally PATH::KEY=VALUE,… for the broker's environment (repeatable)")
     parser.add_argument("--cases", default="", help="substring filter on case names")
     parser.add_argument("--librdkafka", action="store_true",
-                        help="also issue 20's user scenario: confluent-kafka at 2,500 records/s, linger.ms=0")
+                        help="also the user scenario: confluent-kafka at 2,500 records/s, linger.ms=0")
     parser.add_argument("--rates", default="2500",
                         help="with --librdkafka: the paced rates, records/s, comma-separated (e.g. 1000,2500,8000)")
     parser.add_argument("--consumer", action="store_true",
@@ -685,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = [] if args.paced_only else [(n, f) for n, f in CASES if args.cases in n]
     with tempfile.TemporaryDirectory(prefix="bench-request-cost-") as tmp:
         root = Path(args.keep or tmp)
-        say("## Request cost (issue 20)")
+        say("## Request cost")
         for line in machine_info(root).lines():
             say(line)
         say(f"- load average: {os.getloadavg()}")

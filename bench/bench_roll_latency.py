@@ -1,4 +1,4 @@
-"""Produce latency across segment rolls (issue 16: "p99 ≤ 5 ms at half the maximum rate, across
+"""Produce latency across segment rolls ("p99 ≤ 5 ms at half the maximum rate, across
 segment rolls, at 1 KiB").
 
 Two parts, each run against one or more source trees (`--src`, interleaved so that whatever else
@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     # Off by default: freeing the dd's GBs right before a case makes this VM report them to the
     # host ~2 s later (free page reporting), in the middle of the measured window, where the
     # broker's new page-cache pages then fault back in: 100-250 ms stalls and host steal that a
-    # steadily running broker never sees (docs/benchmarks.md, "The prefault made the tail").
+    # steadily running broker never sees (docs/benchmarks.md, "Method").
     parser.add_argument("--prefault", action="store_true",
                         help="an untimed dd write before each broker case (common.prefault)")
     parser.add_argument("--json", default=None)

@@ -1,4 +1,4 @@
-"""What a secure cluster costs (issues 6/7): RF=3 acks=all produce throughput when every byte
+"""What a secure cluster costs: RF=3 acks=all produce throughput when every byte
 between clients and brokers and between brokers (follower fetches) goes over SASL_SSL
 (SCRAM-SHA-512, mutual TLS) versus PLAINTEXT. Three `logbroker serve` processes and one ZooKeeper
 on this machine, confluent-kafka as the client.

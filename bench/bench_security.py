@@ -1,4 +1,4 @@
-"""Security benchmark (issue 7): what TLS and SASL cost, produce and consume, on one broker.
+"""Security benchmark: what TLS and SASL cost, produce and consume, on one broker.
 
     .venv/bin/python bench/bench_security.py                 # 250k × 1 KiB, 500k × 100 B; ~4 min idle
     .venv/bin/python bench/bench_security.py --quick         # half the volume

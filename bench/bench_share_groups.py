@@ -1,4 +1,4 @@
-"""Share groups (issue 13, KIP-932): records per second through 1, 2 and 4 confluent-kafka
+"""Share groups (KIP-932): records per second through 1, 2 and 4 confluent-kafka
 ShareConsumers sharing one partition.
 
     .venv/bin/python bench/bench_share_groups.py            # 100,000 records of 100 bytes, 3 runs

@@ -1,4 +1,4 @@
-"""Broker start and idle memory (issue 16): spawn → first accepted connection, the broker's CPU
+"""Broker start and idle memory: spawn → first accepted connection, the broker's CPU
 at that moment (utime+stime: what a loaded machine cannot inflate), and VmRSS 1 s later.
 
 Bytecode caches are allowed (PYTHONDONTWRITEBYTECODE is removed from the broker's environment)
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     srcs = args.src or [None]
     with tempfile.TemporaryDirectory(prefix="bench-start-") as tmp:
         root = Path(tmp)
-        say("## Start and idle memory (issue 16)")
+        say("## Start and idle memory")
         for line in machine_info(root).lines():
             say(line)
         say(f"- load average: {os.getloadavg()}")

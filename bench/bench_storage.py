@@ -1,4 +1,4 @@
-"""Storage benchmarks (issue 2): append throughput, read lookup latency and recovery rate of
+"""Storage benchmarks: append throughput, read lookup latency and recovery rate of
 `logbroker.storage.log.Log`, each beside the machine's own limit measured in the same run.
 
     .venv/bin/python bench/bench_storage.py            # ~1 GiB per case, under 3 minutes

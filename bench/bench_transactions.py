@@ -1,4 +1,4 @@
-"""Transactional produce (issue 12): a confluent-kafka transactional producer committing every
+"""Transactional produce: a confluent-kafka transactional producer committing every
 100 ms against the idempotent producer, 1 KiB records, one broker, one 3-partition topic.
 
     .venv/bin/python bench/bench_transactions.py [--seconds 15] [--reps 3]
@@ -6,7 +6,7 @@
 Each rep runs each producer for `--seconds`, as fast as librdkafka takes records
 (linger.ms=5, acks=all, the broker's defaults), and counts the records acknowledged — for the
 transactional one, those of committed transactions. Reported: the median records/s of each and
-their ratio (the issue asks for ≥ 0.8), and the LSO lag under that load: every 20 ms during the
+their ratio (the goal is ≥ 0.8), and the LSO lag under that load: every 20 ms during the
 transactional runs, high watermark minus last stable offset summed over the partitions (ListOffsets
 latest under READ_UNCOMMITTED and READ_COMMITTED), in records and in MiB.
 """

@@ -1,4 +1,4 @@
-"""read_committed vs read_uncommitted fetch (issue 12): a real `logbroker serve` subprocess, a
+"""read_committed vs read_uncommitted fetch: a real `logbroker serve` subprocess, a
 one-partition topic holding transactions of which 10% are aborted, read back whole by
 confluent-kafka's consumer under each isolation level.
 

@@ -1,6 +1,6 @@
 """A copy of a logbroker source tree with some modules compiled to C extensions beside their .py
-files, for `--src` of the other benchmarks (issue 20's compiled-hot-path experiment,
-docs/benchmarks.md "A compiled hot path").
+files, for `--src` of the other benchmarks (the compiled-hot-path experiment,
+docs/benchmarks.md "Request cost").
 
 The copy imports the extension wherever one was built (Python's import system prefers an
 extension module to a .py of the same name in the same directory) and the .py everywhere else;
@@ -32,8 +32,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PATCH = HERE / "compiled_tree_mypyc.patch"
 
-# What the in-situ breakdown puts on a paced Produce's way (docs/benchmarks.md, "The floor of a
-# paced request"): framing, header and Produce decode, the response encoder, the records header,
+# What the in-situ breakdown puts on a paced Produce's way (docs/benchmarks.md, "Request
+# cost"): framing, header and Produce decode, the response encoder, the records header,
 # the log append chain below Log, the replication layer, the dispatcher and the connection.
 CYTHON_MODULES = [
     "logbroker/protocol/framing.py", "logbroker/protocol/headers.py", "logbroker/protocol/codec.py",

@@ -150,7 +150,7 @@ class KafkaConnection:
 
         Their schemas are imported here and in `_sasl_token`, when a connection first
         authenticates: a broker whose inter-broker listener has no SASL never needs them, and
-        every broker imports this module (issue 16: start time)."""
+        every broker imports this module (start time)."""
         from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
         mechanism = security.sasl_mechanism

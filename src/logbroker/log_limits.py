@@ -2,7 +2,7 @@
 
 - `RateLimitedLog`: at most `burst` lines per `interval_s` for one key (say, "handler failed");
   the lines it drops are counted and reported in the next line it lets through. For errors a
-  client can cause by what it sends (issue 18: 189 tracebacks from one fuzz run): one line each,
+  client can cause by what it sends (189 tracebacks from one fuzz run): one line each,
   the traceback only at DEBUG.
 - `StateChangeLog`: for periodic work (checkpoints every 5 s, flushes): a failure is logged when it
   starts or changes, not on every tick, and the recovery is logged once.

@@ -34,12 +34,21 @@ class ConfigDef:
 
 # Value checks for ConfigDef.check; server/config_defs.py uses them for broker keys too.
 
+def valid_values(check: Callable[[object], str | None], text: str) -> Callable[[object], str | None]:
+    """`check`, carrying the valid values in Kafka's documentation style (`[0,...]`,
+    `[gzip, lz4]`) as `check.valid_values`, for the generated config reference."""
+    check.valid_values = text  # type: ignore[attr-defined]
+    return check
+
+
 def at_least(minimum: int | float) -> Callable[[object], str | None]:
-    return lambda v: None if v >= minimum else f"must be at least {minimum}"
+    return valid_values(lambda v: None if v >= minimum else f"must be at least {minimum}",
+                        f"[{minimum},...]")
 
 
 def between(lo: float, hi: float) -> Callable[[object], str | None]:
-    return lambda v: None if lo <= v <= hi else f"must be between {lo} and {hi}"
+    return valid_values(lambda v: None if lo <= v <= hi else f"must be between {lo} and {hi}",
+                        f"[{lo},...,{hi}]")
 
 
 def one_of(*choices: str, allow_empty: bool = False) -> Callable[[object], str | None]:
@@ -47,7 +56,7 @@ def one_of(*choices: str, allow_empty: bool = False) -> Callable[[object], str |
         values = v if isinstance(v, list) else [v]
         bad = [x for x in values if x not in choices]
         return f"must be one of {', '.join(choices)}" if bad or not (values or allow_empty) else None
-    return check
+    return valid_values(check, f"[{', '.join(choices)}]")
 
 
 # Kafka 3.9's MetadataVersion strings (MetadataVersionValidator): every IBP version and every
@@ -63,12 +72,15 @@ _IBP_VERSIONS = (
 METADATA_VERSIONS = frozenset(_IBP_VERSIONS) | {v.split("-")[0] for v in _IBP_VERSIONS}
 
 
-def metadata_version(value: object) -> str | None:
+def _metadata_version(value: object) -> str | None:
     """Kafka's MetadataVersion.fromVersionString: `2.8`, `2.8.1` (patch ignored), `3.0-IV1`,
     `0.10.2` (three parts before 1.0)."""
     parts = str(value).split(".")
     key = ".".join(parts[:3 if str(value).startswith("0.") else 2])
     return None if key in METADATA_VERSIONS else f"Version {value} is not a valid version"
+
+
+metadata_version = valid_values(_metadata_version, "a Kafka version: 0.8.0 to 3.9, e.g. 3.0-IV1")
 
 
 # Topic configs Kafka 3.9 has and 4.0 removed (KIP-724: no message format but v2, no

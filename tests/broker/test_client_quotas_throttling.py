@@ -4,7 +4,7 @@ and request_percentage slows a hot client.
 
 Timing on a loaded 2-core machine: each client runs long enough for the quota window (11 × 1 s,
 Kafka's default) to reach its steady state, rates are measured over many seconds after that, and
-every bound is a range — the issue's 10 % around the quota for the limited client, a generous
+every bound is a range — 10 % around the quota for the limited client, a generous
 floor for the free one.
 """
 

@@ -2,7 +2,7 @@
 
 A bad request gets its Kafka error code and changes nothing in the log; what cannot be parsed
 closes only its own connection, with one log line, while the broker keeps serving everyone
-else (DESIGN.md §8, KAFKA-NOTES 2, 9).
+else (architecture.md §8, clients.md 2, 9).
 """
 
 from __future__ import annotations

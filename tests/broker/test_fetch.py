@@ -1,4 +1,4 @@
-"""Fetch semantics clients depend on (KAFKA-NOTES 7, 8): the long poll honours max_wait_ms and
+"""Fetch semantics clients depend on (clients.md 7, 8): the long poll honours max_wait_ms and
 min_bytes and ends early when a producer appends; a fetch returns the whole batch that holds the
 fetch offset, and at least one whole batch however small max_bytes is (KIP-74);
 OFFSET_OUT_OF_RANGE only outside [log start, log end].

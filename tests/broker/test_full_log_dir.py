@@ -1,4 +1,4 @@
-"""Issue 18, part 3: a full log dir. Produce gets KAFKA_STORAGE_ERROR, FindCoordinator
+"""a full log dir. Produce gets KAFKA_STORAGE_ERROR, FindCoordinator
 COORDINATOR_NOT_AVAILABLE, the log one line per state change and no traceback; once there is room
 the broker serves again without a restart, and nothing acknowledged is lost."""
 

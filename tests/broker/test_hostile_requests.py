@@ -1,4 +1,4 @@
-"""Issue 18, part 2: malformed requests never reach a handler, and nothing a client sends can fill
+"""malformed requests never reach a handler, and nothing a client sends can fill
 the broker's log with stack traces."""
 
 from __future__ import annotations

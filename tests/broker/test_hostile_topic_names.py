@@ -1,4 +1,4 @@
-"""Issue 18: an illegal topic name is INVALID_TOPIC_EXCEPTION (17) on every path that creates a
+"""an illegal topic name is INVALID_TOPIC_EXCEPTION (17) on every path that creates a
 topic, and never reaches a directory name or a checkpoint line."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Idempotent producers: (producer id, epoch, sequence) per partition, the last five batches
 remembered; a resent batch is answered with its original offsets and not written again, a
-sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER (45) and writes nothing (KAFKA-NOTES 9).
+sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER (45) and writes nothing (clients.md 9).
 
 Real idempotent producers only resend after a lost answer, so the duplicate and the gap are
 crafted at the protocol level: InitProducerId, then Produce requests with batches built by

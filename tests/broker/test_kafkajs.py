@@ -1,5 +1,5 @@
 """KafkaJS 2 (Node.js) against the broker: it speaks only the older non-flexible protocol versions
-and ignores our version minima (KAFKA-NOTES 5), so it checks the other end of every range."""
+and ignores our version minima (clients.md 5), so it checks the other end of every range."""
 
 from __future__ import annotations
 

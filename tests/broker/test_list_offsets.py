@@ -1,5 +1,5 @@
 """ListOffsets through real clients: earliest, latest (the high watermark), by timestamp, and the
-max timestamp (KAFKA-NOTES 12).
+max timestamp (clients.md 12).
 
 The topic holds five batches of four records; batch k carries timestamps T + 1000k + 10j
 (j = 0..3), so offset 4k + j has timestamp T + 1000k + 10j. A timestamp that falls between two

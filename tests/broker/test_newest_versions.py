@@ -1,4 +1,4 @@
-"""The newest versions of the APIs the broker implements (docs/api-versions.md), field by field:
+"""The newest versions of the APIs the broker implements (docs/reference/api-versions.md), field by field:
 what each new version adds is answered as Kafka 4.1 answers it. Real clients negotiate these
 versions down (librdkafka 2.16 stops at Metadata 12, Fetch 16, ListOffsets 7; kafka-python 3.0
 speaks DescribeCluster v2, see test_admin_apis.py), so the requests here are kio's; ListOffsets

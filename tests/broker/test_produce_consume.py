@@ -2,9 +2,9 @@
 multi-partition topics, records near max.message.bytes and many small ones — produced by one
 client, read back by each of confluent-kafka, kafka-python and aiokafka, field for field.
 
-The broker writes producer batches as they came (DESIGN.md §1), so the stored batch must carry
+The broker writes producer batches as they came (architecture.md §1), so the stored batch must carry
 the producer's codec, and a fetch from an offset inside a compressed batch must return the
-whole batch for the client to skip the records before the offset (KAFKA-NOTES 7).
+whole batch for the client to skip the records before the offset (clients.md 7).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Restarts: what a clean stop leaves on disk (Kafka's files, in Kafka's formats, DESIGN.md §2),
+"""Restarts: what a clean stop leaves on disk (Kafka's files, in Kafka's formats, architecture.md §2),
 and that no acknowledged record is lost or repeated — after SIGTERM, and after SIGKILL in the
 middle of a stream of produces.
 

@@ -1,4 +1,4 @@
-"""Durability under crashes (issue #6): RF=3, min.insync.replicas=2, acks=all, and brokers killed
+"""Durability under crashes: RF=3, min.insync.replicas=2, acks=all, and brokers killed
 with SIGKILL over and over while a producer writes sequence numbers. Nothing acknowledged may be
 lost, no offset may hold two different records on two replicas, and the replicas end up
 byte-identical.

@@ -1,4 +1,4 @@
-"""Issue #6: acks=all writes stalled for ~44 s after a broker's clean stop without controlled
+"""acks=all writes stalled for ~44 s after a broker's clean stop without controlled
 shutdown — replica.lag.time.max.ms (30 s) plus up to one ISR-expiration period (15 s).
 
 The cause: the stopping broker ends its ZooKeeper session before it stops its fetchers, and the

@@ -1,4 +1,4 @@
-"""Healing (issue #6): a broker that stalls, loses its ZooKeeper session, loses its data or falls
+"""Healing: a broker that stalls, loses its ZooKeeper session, loses its data or falls
 far behind comes back into the ISR by itself, and nothing acknowledged is lost meanwhile.
 
 RF=3, min.insync.replicas=2, acks=all throughout. Each test prints how long the cluster took to

@@ -1,4 +1,4 @@
-"""Fuzzing a real broker with mutated requests of every (api key, version) it advertises (issue 18).
+"""Fuzzing a real broker with mutated requests of every (api key, version) it advertises.
 
 Each case gets a well-formed response or a closed connection; afterwards the broker's log holds no
 traceback and no ERROR, a fresh client is answered, a clean stop leaves a data dir in Kafka's

@@ -51,7 +51,7 @@ def test_table_has_the_ranges_the_broker_implements():
 
 
 def test_nothing_opt_in_is_advertised():
-    # KAFKA-NOTES 16: no telemetry, Produce <= 11 (no transactions v2). (KIP-848 groups are
+    # clients.md 16: no telemetry, Produce <= 11 (no transactions v2). (KIP-848 groups are
     # implemented, so ConsumerGroupHeartbeat is advertised.)
     assert ApiKey.GET_TELEMETRY_SUBSCRIPTIONS not in SUPPORTED_APIS
     assert SUPPORTED_APIS[ApiKey.PRODUCE].max_version <= 11

@@ -1,4 +1,4 @@
-"""Decoding enforces the schema's nullability (issue 18): a null where the schema forbids one is
+"""Decoding enforces the schema's nullability: a null where the schema forbids one is
 refused while parsing, as Kafka refuses it ("non-nullable field X was serialized as null"), so no
 handler ever sees it. The frames are written out byte by byte, as a hostile client sends them."""
 
@@ -22,7 +22,7 @@ def header(api_key: int, version: int, *, flexible: bool) -> bytes:
             + (b"\x00" if flexible else b""))
 
 
-# The five requests that reached a handler as None in the fuzz run of issue 18.
+# The five requests that reached a handler as None in a fuzz run.
 CAPTURED = {
     "produce v9, topic_data null": (
         header(ApiKey.PRODUCE, 9, flexible=True)

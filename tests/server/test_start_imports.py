@@ -1,4 +1,4 @@
-"""What a serving broker imports (issue 16: start time and idle memory): `logbroker serve` does
+"""What a serving broker imports (start time and idle memory): `logbroker serve` does
 not load click, and a broker that has seen no KIP-848 consumer group, no share group, no SASL
 inter-broker connection and no metrics port does not load their modules. Each of these is
 imported on first use instead; the tests of those features show that the first use works."""

@@ -1,4 +1,4 @@
-"""Helpers for storage tests: small v2 batches, and the index layout DESIGN.md §2 prescribes.
+"""Helpers for storage tests: small v2 batches, and the index layout architecture.md §2 prescribes.
 
 `expected_indexes` restates the spec's index rule on its own (no storage code), so format tests
 compare what the segment wrote against the rule, not against itself.
@@ -45,7 +45,7 @@ class Layout:
 
 
 def expected_indexes(batches: list[bytes], index_interval_bytes: int) -> Layout:
-    """The index entries DESIGN.md §2 requires for these batches appended one per append."""
+    """The index entries architecture.md §2 requires for these batches appended one per append."""
     positions, offset_entries, time_entries = [], [], []
     position = 0
     since_last_entry = 0

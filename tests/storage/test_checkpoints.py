@@ -175,7 +175,7 @@ def test_empty_clean_shutdown_marker_from_older_kafka_counts(tmp_path):
     assert has_clean_shutdown_file(tmp_path)
 
 
-# --- the writer refuses what its reader could not read back (issue 18) ---
+# --- the writer refuses what its reader could not read back ---
 
 @pytest.mark.parametrize("topic", ["evil\n", "a b", "", "a\rb", "t\u2028", "\ud800", "x\x0b"], ids=repr)
 def test_offset_checkpoint_refuses_an_entry_it_could_not_read_back(tmp_path, topic):

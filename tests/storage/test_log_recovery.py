@@ -54,7 +54,7 @@ def stored_batches(log: Log) -> list[bytes]:
 
 
 def expected_index(segment: LogSegment) -> list[tuple[int, int]]:
-    """The offset index the append rule builds, batch by batch (DESIGN.md §2)."""
+    """The offset index the append rule builds, batch by batch (architecture.md §2)."""
     entries, since = [], 0
     for position, header in segment.log.batches(0):
         if since > INDEX_INTERVAL:

@@ -1,7 +1,7 @@
 """The `logbroker` command's entry point: a plain `logbroker serve` goes straight to the broker,
 everything else to click (cli/main.py).
 
-Why: click is ~20 ms and ~2 MiB of a broker's start (issue 16), and starting brokers is what
+Why: click is ~20 ms and ~2 MiB of a broker's start, and starting brokers is what
 users, tests and `dev-cluster` do most. This takes only `serve`'s own options — `--config PATH`,
 `--override KEY=VALUE`, `--log-level [LOGGER=]LEVEL`, `--event-loop NAME` (else
 LOGBROKER_EVENT_LOOP), as `--opt value` or `--opt=value`, with values that parse — and hands

@@ -57,7 +57,7 @@ log = logging.getLogger("kafka.coordinator.group.GroupCoordinator")
 # KIP-848 consumer groups and KIP-932 share groups are loaded on first use — the first request
 # for one (`consumer`, `share`) or the first of their records met while loading
 # __consumer_offsets (these) — not at start: their modules build record codecs from Kafka's JSON
-# and bring RE2, ~30 ms and ~3 MiB that a broker with only classic groups never needs (issue 16).
+# and bring RE2, ~30 ms and ~3 MiB that a broker with only classic groups never needs.
 CONSUMER_GROUP_RECORDS = LazyGroupRecords(frozenset({3, 4, 5, 6, 7, 8, 16}), "logbroker.coordinator.consumer_group",
                                           "ConsumerGroupRecords")
 SHARE_GROUP_RECORDS = LazyGroupRecords(frozenset(range(9, 16)), "logbroker.coordinator.share_group",

@@ -109,7 +109,7 @@ class LazyGroupRecords:
     meets one of its key versions (from the worker thread: Python's import lock makes that safe).
 
     Why: KIP-848 and share groups' modules build their record codecs from Kafka's JSON at import
-    and bring RE2 (~30 ms and ~3 MiB, issue 16), which a broker whose `__consumer_offsets` holds
+    and bring RE2 (~30 ms and ~3 MiB), which a broker whose `__consumer_offsets` holds
     only classic groups and offsets never needs. `KEY_VERSIONS` is stated here so that loading
     can dispatch without the import; the import checks it against the class's own."""
 

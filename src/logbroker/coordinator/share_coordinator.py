@@ -18,6 +18,7 @@ Runs on the event loop.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
@@ -39,6 +40,7 @@ from logbroker.errors import (
     KafkaError,
     NotCoordinatorError,
 )
+from logbroker.metadata.model import topic_id_to_str
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.coordinator.share.ShareCoordinator")
@@ -55,6 +57,7 @@ class ShareCoordinator:
         self.clock = clock
         self.states: dict[SharePartitionKey, ShareSnapshot] = {}
         self.loaded: set[int] = set()
+        self._background: set[asyncio.Task] = set()
 
     @property
     def num_partitions(self) -> int:
@@ -122,6 +125,28 @@ class ShareCoordinator:
         if key in self.states:
             await self._append(tp, encode_key(key), None)
             self.states.pop(key, None)
+
+    def on_topic_deleted(self, topic_id) -> None:
+        """A topic was deleted: the states of its share-partitions kept here are deleted too
+        (tombstones, written in the background), as Kafka deletes a deleted topic's share-group
+        state. A topic created again under the name has another id, so starts afresh either way;
+        this keeps the old states from staying in `__share_group_state` for ever."""
+        keys = [key for key in self.states if key.topic_id == topic_id]
+        if not keys:
+            return
+
+        async def delete() -> None:
+            for key in keys:
+                try:
+                    await self.delete_state(key)
+                except KafkaError as exc:
+                    log.warning("Failed to delete the share-partition state of %s (its topic was deleted): %s",
+                                key.coordinator_key(), exc)
+            log.info("Deleted %d share-partition state(s) of deleted topic id %s", len(keys),
+                     topic_id_to_str(topic_id))
+        task = asyncio.get_running_loop().create_task(delete())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _append(self, tp: TopicPartition, key: bytes, value: bytes | None) -> None:
         records = build_records([(key, value)], self.clock.time_ms())

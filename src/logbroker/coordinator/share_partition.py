@@ -77,6 +77,16 @@ class StateBatch:
 
 
 @dataclass(frozen=True, slots=True)
+class LogBatch:
+    """A log batch as acquisition sees it: its offsets, and whether its records go to clients
+    (False for a control batch, and under read_committed for a batch of an aborted transaction)."""
+
+    base_offset: int
+    last_offset: int
+    deliverable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class AcquiredRecords:
     first_offset: int
     last_offset: int
@@ -144,42 +154,45 @@ class SharePartition:
         return runs
 
     # -- acquiring ----------------------------------------------------------------------------
-    def acquire(self, member_id: str, batches: list[tuple[int, int, bool]], *, max_records: int
-                ) -> list[AcquiredRecords]:
-        """Acquire for `member_id` the AVAILABLE records of `batches` — (base offset, last offset,
-        is control) of the log batches a read returned, in offset order — and the new offsets
-        past the window, up to `max_records` (a strict limit, as Kafka's record-limit acquire mode:
-        a batch may be acquired in part). Offsets between
-        batches (compacted away) and control batches are archived: no client sees them.
-        Returns the acquired ranges in offset order."""
+    def acquire(self, member_id: str, batches: list[LogBatch], *, max_records: int,
+                record_limit: bool = False) -> list[AcquiredRecords]:
+        """Acquire for `member_id` the AVAILABLE records of `batches` — the log batches a read
+        returned, in offset order — and the new offsets past the window. Returns the acquired
+        ranges in offset order.
+
+        `max_records` is a soft limit aligned to batch boundaries, as Kafka's batch-optimized
+        acquire mode: batches are taken whole, and no further batch is started once
+        `max_records` records are acquired (so one batch larger than the limit is acquired
+        whole). With `record_limit` (Kafka's record-limit mode) it is strict: a batch may be
+        acquired in part. `group.share.partition.max.record.locks` bounds the window the same
+        way: no new batch starts past it. Offsets between batches (compacted away) and the
+        records of batches that are not to be delivered (control batches; under read_committed,
+        those of aborted transactions) are archived: no client sees them."""
         now_ms = self.clock.monotonic_ms()
         deadline_ms = now_ms + self.lock_duration_ms
         acquired: list[AcquiredRecords] = []
         count = 0
-        for base, last, is_control in batches:
+        for batch in batches:
             if count >= max_records:
                 break
-            if last < self.start_offset:
+            if batch.last_offset < self.start_offset:
                 continue
-            for offset in range(self.end_offset, base):
+            first_new = max(batch.base_offset, self.end_offset)
+            if batch.last_offset >= first_new and first_new - self.start_offset >= self.max_in_flight_records:
+                break
+            for offset in range(self.end_offset, batch.base_offset):
                 self.records[offset] = InFlightRecord(RecordState.ARCHIVED)  # a gap in the log
-            self.end_offset = max(self.end_offset, base)
-            for offset in range(max(base, self.start_offset), last + 1):
-                if count >= max_records:
+            self.end_offset = max(self.end_offset, batch.base_offset)
+            for offset in range(max(batch.base_offset, self.start_offset), batch.last_offset + 1):
+                if record_limit and count >= max_records:
                     break
                 record = self.records.get(offset)
                 if record is None:
-                    if offset - self.start_offset >= self.max_in_flight_records:
-                        break
                     record = self.records[offset] = InFlightRecord(RecordState.AVAILABLE)
                     self.end_offset = offset + 1
-                if is_control:
-                    if record.state == RecordState.AVAILABLE:
-                        record.state = RecordState.ARCHIVED
-                    continue
                 if record.state != RecordState.AVAILABLE:
                     continue
-                if record.delivery_count >= self.delivery_count_limit:
+                if not batch.deliverable or record.delivery_count >= self.delivery_count_limit:
                     record.state = RecordState.ARCHIVED
                     continue
                 record.state = RecordState.ACQUIRED

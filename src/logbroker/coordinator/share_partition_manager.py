@@ -26,11 +26,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logbroker.clock import Clock
-from logbroker.coordinator.share_partition import AcquiredRecords, SharePartition
+from logbroker.coordinator.share_partition import AcquiredRecords, LogBatch, SharePartition
 from logbroker.coordinator.share_persister import SharePersister
 from logbroker.coordinator.share_state_log import SharePartitionKey, ShareSnapshot
 from logbroker.errors import (
@@ -59,7 +60,9 @@ class ShareSession:
     group_id: str
     member_id: str
     epoch: int  # the epoch the next request must carry
-    partitions: set[TopicPartition] = field(default_factory=set)
+    # (topic id, partition) → the partition by name, as when the client added it: a topic
+    # deleted and created again under its name is another partition, with another id.
+    partitions: dict[tuple[uuid.UUID, int], TopicPartition] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -90,6 +93,8 @@ class SharePartitionManager:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self._loading: dict[tuple[str, TopicPartition], asyncio.Future] = {}
         self._timers: dict[tuple[str, TopicPartition], asyncio.TimerHandle] = {}
+        # share.isolation.level == read_committed, read with the share-partition's other group
+        # configs when it is loaded (a group config read may block on ZooKeeper).
         self._read_committed: dict[tuple[str, TopicPartition], bool] = {}
         self._background: set[asyncio.Task] = set()
 
@@ -123,7 +128,7 @@ class SharePartitionManager:
         self._close(session)
 
     def _close(self, session: ShareSession) -> None:
-        for tp in session.partitions:
+        for tp in session.partitions.values():
             self._release_member(session.group_id, tp, session.member_id)
 
     def on_member_removed(self, group_id: str, member_id: str) -> None:
@@ -270,9 +275,10 @@ class SharePartitionManager:
 
     # -- acquiring ----------------------------------------------------------------------------
     async def acquire(self, group_id: str, member_id: str, partitions: list[TopicPartition], *,
-                      max_wait_ms: int, max_bytes: int, max_records: int
+                      max_wait_ms: int, max_bytes: int, max_records: int, record_limit: bool = False
                       ) -> dict[TopicPartition, AcquiredPartition]:
-        """Acquire records of `partitions` for the member; waits up to `max_wait_ms` for some."""
+        """Acquire records of `partitions` for the member; waits up to `max_wait_ms` for some.
+        `max_records` is soft, on batch boundaries, unless `record_limit` (SharePartition.acquire)."""
         ready: dict[TopicPartition, SharePartition] = {}
         errors: dict[TopicPartition, AcquiredPartition] = {}
         initializing = False
@@ -293,7 +299,8 @@ class SharePartitionManager:
             return {}
 
         def try_acquire() -> dict[TopicPartition, AcquiredPartition] | None:
-            results = self._acquire_now(member_id, ready, max_bytes=max_bytes, max_records=max_records)
+            results = self._acquire_now(member_id, ready, max_bytes=max_bytes, max_records=max_records,
+                                        record_limit=record_limit)
             if any(r.acquired or r.error for r in results.values()):
                 return results | errors
             return None
@@ -307,7 +314,8 @@ class SharePartitionManager:
         return await self.replica_manager.fetch_purgatory.wait(op, max_wait_ms)
 
     def _acquire_now(self, member_id: str, ready: dict[TopicPartition, SharePartition], *,
-                     max_bytes: int, max_records: int) -> dict[TopicPartition, AcquiredPartition]:
+                     max_bytes: int, max_records: int, record_limit: bool
+                     ) -> dict[TopicPartition, AcquiredPartition]:
         results: dict[TopicPartition, AcquiredPartition] = {}
         remaining_records, remaining_bytes = max_records, max_bytes
         for tp, sp in ready.items():
@@ -318,7 +326,7 @@ class SharePartitionManager:
                 continue
             try:
                 result = self._acquire_partition(member_id, sp, max_bytes=remaining_bytes,
-                                                 max_records=remaining_records)
+                                                 max_records=remaining_records, record_limit=record_limit)
             except KafkaError as exc:
                 result = AcquiredPartition(error=exc)
             results[tp] = result
@@ -326,8 +334,8 @@ class SharePartitionManager:
             remaining_bytes -= len(result.records)
         return results
 
-    def _acquire_partition(self, member_id: str, sp: SharePartition, *, max_bytes: int, max_records: int
-                           ) -> AcquiredPartition:
+    def _acquire_partition(self, member_id: str, sp: SharePartition, *, max_bytes: int, max_records: int,
+                           record_limit: bool) -> AcquiredPartition:
         partition = self.replica_manager.leader_partition(sp.tp)
         offset = sp.next_fetch_offset()
         read_committed = self._read_committed.get((sp.group_id, sp.tp), False)
@@ -341,8 +349,10 @@ class SharePartitionManager:
             return AcquiredPartition()
         data = os.pread(region.fd, region.size, region.position)
         batches = [(position, header) for position, header in iter_batches(data)]
-        acquired = sp.acquire(member_id, [(h.base_offset, h.last_offset, h.is_control) for _, h in batches],
-                              max_records=max_records)
+        aborted = aborted_ranges(info.aborted_transactions or ())
+        acquired = sp.acquire(member_id, [
+            LogBatch(h.base_offset, h.last_offset, not h.is_control and not is_aborted(h, aborted))
+            for _, h in batches], max_records=max_records, record_limit=record_limit)
         if not acquired:
             if sp.next_fetch_offset() != offset:
                 self.replica_manager.fetch_purgatory.check_and_complete(sp.tp)
@@ -369,6 +379,7 @@ class SharePartitionManager:
         """Forget a share-partition held here (its state was altered or deleted): the next fetch
         loads it again."""
         self.share_partitions.pop((group_id, tp), None)
+        self._read_committed.pop((group_id, tp), None)
         timer = self._timers.pop((group_id, tp), None)
         if timer is not None:
             timer.cancel()
@@ -377,6 +388,22 @@ class SharePartitionManager:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+
+
+def aborted_ranges(aborted_transactions) -> dict[int, list[tuple[int, int]]]:
+    """Producer id → the (first offset, ABORT marker offset) of each of its aborted transactions."""
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    for txn in aborted_transactions:
+        ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+    return ranges
+
+
+def is_aborted(header, aborted: dict[int, list[tuple[int, int]]]) -> bool:
+    """True for a transactional data batch inside one of its producer's aborted transactions
+    (a producer has one transaction open at a time, so a batch lies in at most one)."""
+    if not header.is_transactional or header.is_control:
+        return False
+    return any(first <= header.base_offset <= last for first, last in aborted.get(header.producer_id, ()))
 
 
 def check_no_acknowledgements_on_open(epoch: int, has_acknowledgements: bool) -> None:

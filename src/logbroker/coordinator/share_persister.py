@@ -10,7 +10,7 @@ retries), FENCED_STATE_EPOCH is not.
 
 The requests' kio schemas are imported where a request is built: only a cluster whose share
 coordinator is another broker sends them, and on a single node they would be ~10 ms more on the
-first share-group request (issue 16).
+first share-group request.
 """
 
 from __future__ import annotations

@@ -3,12 +3,12 @@
 Kafka's controller, reduced to what a metadata store needs: create and delete topics, add
 partitions, change topic configs, and elect leaders. It knows nothing of logs or sockets; it
 writes the store and returns what changed, and the broker applies that to its replicas. A
-single node runs the same controller over the file store (DESIGN.md §4).
+single node runs the same controller over the file store (architecture.md §4).
 
 Topic names follow Kafka's rules (its Topic.validate): 1-249 characters of [a-zA-Z0-9._-], not "."
 or "..". A topic name becomes a directory name, a field of the line-based checkpoint files and a
 znode name, so the whole string must match — `fullmatch`, never `match` with `$`, which also
-matches before a trailing newline (issue 18: "evil\n" split every checkpoint line).
+matches before a trailing newline ("evil\n" split every checkpoint line).
 """
 
 from __future__ import annotations

@@ -258,6 +258,6 @@ def _new_cluster_id() -> str:
 
 def _credential(text: str) -> ScramCredential:
     """A stored SCRAM credential, parsed. The SCRAM module (hashlib, hmac, secrets) is imported
-    here, on first use — by a SASL listener or the `users` tool — not by every broker (issue 16)."""
+    here, on first use — by a SASL listener or the `users` tool — not by every broker."""
     from logbroker.security.scram import ScramCredential
     return ScramCredential.from_text(text)

@@ -1,7 +1,7 @@
 """Topics in ZooKeeper: Kafka's `/brokers/topics/<topic>` (topic id and replica assignment,
 with ongoing reassignments), its creation, partition addition, deletion and reassignment steps.
 
-Who writes what (DESIGN.md §5):
+Who writes what (architecture.md §5):
 - Any broker may create a topic or add partitions (Kafka's AdminZkClient does the same): the
   controller learns of new topics and partitions by its watches and elects their leaders. A
   topic created on the controller is written in a fenced multi().

@@ -12,7 +12,7 @@ The class is made of one part per concept, each in its own module over the share
 their change notifications (zk_configs.py), log dir failure notices (zk_log_dir_events.py). This module keeps the session's lifecycle, the
 cluster id and producer-id blocks, and is where the rest of logbroker imports all of it from.
 
-Who may write what (DESIGN.md §5), and how a stale writer is stopped — ZooKeeper refuses nothing by
+Who may write what (architecture.md §5), and how a stale writer is stopped — ZooKeeper refuses nothing by
 itself, so every fenced write is conditional:
 
 - The controller is whoever created the ephemeral `/controller`; in the same multi() it bumped

@@ -2,7 +2,7 @@
 
 `SUPPORTED_APIS` is the single source. The ApiVersions response is built from it, the request
 decoder refuses anything outside it, and the header versions follow from its `flexible_from`
-column. Clients switch features on purely from what we advertise (KAFKA-NOTES 4, 5), so a row goes
+column. Clients switch features on purely from what we advertise (clients.md 4, 5), so a row goes
 in only when its handler exists, and raising a maximum is a promise that every field of the new
 versions is honoured.
 
@@ -132,7 +132,7 @@ def _table(*specs: ApiSpec) -> MappingProxyType[int, ApiSpec]:
 # schemas) still has the classes; see the module docstring before raising a maximum.
 SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.PRODUCE, 3, 11, 9),  # 12 is KIP-890 transactions v2: not before we do them
-    ApiSpec(ApiKey.FETCH, 4, 17, 12),  # 13+ names topics by id (KAFKA-NOTES 6)
+    ApiSpec(ApiKey.FETCH, 4, 17, 12),  # 13+ names topics by id (clients.md 6)
     ApiSpec(ApiKey.LIST_OFFSETS, 1, 10, 6),
     ApiSpec(ApiKey.METADATA, 0, 13, 9),
     ApiSpec(ApiKey.API_VERSIONS, 0, 4, 3),
@@ -239,7 +239,7 @@ def response_header_version(api_key: int, version: int) -> int:
     """1 (with a tagged-field byte) iff the response is flexible — except ApiVersions, always 0.
 
     Clients read the ApiVersions response before they know what the broker speaks, so Kafka
-    never gives it the tagged-field byte (KAFKA-NOTES 1).
+    never gives it the tagged-field byte (clients.md 1).
     """
     if api_key == ApiKey.API_VERSIONS:
         return 0
@@ -263,7 +263,7 @@ def api_versions_body(version: int, *, error_code: int = 0, throttle_time_ms: in
     """The kio ApiVersionsResponse of `version` listing the table, for `codec.encode_response`.
 
     v3+ carries no supported or finalized features: we advertise no feature flags until a
-    feature exists (KAFKA-NOTES 4) — Java 4.x would turn on transactions v2 from one.
+    feature exists (clients.md 4) — Java 4.x would turn on transactions v2 from one.
     """
     from kio.schema.errors import ErrorCode
 

@@ -13,7 +13,7 @@ What a client can get wrong, and what happens (each error carries the correlatio
   closes the connection for all three, as Kafka does.
 * ApiVersions at a version we do not support must be answered, not closed: Kafka sends
   UNSUPPORTED_VERSION and a v0 body listing what it does support, so the client can retry lower
-  (KAFKA-NOTES 2; closing makes librdkafka fall back to a 0.10-era protocol). Like Kafka, we do
+  (clients.md 2; closing makes librdkafka fall back to a 0.10-era protocol). Like Kafka, we do
   not parse its body. `decode_request` raises UnsupportedApiVersionsRequest (not a KafkaError)
   whose `.response` is that answer, `encode_api_versions_unsupported(correlation_id)`.
 

@@ -6,7 +6,7 @@ module holds what the supported-versions table needs (api key, versions) and reg
 classes live, so that `load_request_schema(7, v)` and `load_response_schema(7, v)` — hence the
 codec, the dispatcher and the outbound client — find them like any other API's. kio imports a
 class's module when it first resolves it, so the classes (~5 ms of dataclass building) are built
-only in a broker that receives or sends a ControlledShutdown, not at every start (issue 16).
+only in a broker that receives or sends a ControlledShutdown, not at every start.
 """
 
 from __future__ import annotations

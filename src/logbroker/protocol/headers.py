@@ -6,13 +6,13 @@ Request header, after the frame's size prefix, big-endian:
     v1  + client_id: nullable string with an int16 length (-1 = null)
     v2  + tagged fields (an unsigned varint count, then tag / size / bytes each)
 
-In v2 `client_id` stays the non-compact int16-length string (KAFKA-NOTES 3): Kafka special-cases
+In v2 `client_id` stays the non-compact int16-length string (clients.md 3): Kafka special-cases
 it so that a broker can read the client id of any request without knowing the api's versions.
 The header version is 2 iff the request's api version is flexible (`apis.request_header_version`);
 v0 belonged only to ControlledShutdown v0, which no client sends any more.
 
 Response header: v0 is the correlation id; v1 adds the tagged-field section, which we always send
-empty (one 0 byte). Flexible responses use v1, except ApiVersions (always v0, KAFKA-NOTES 1).
+empty (one 0 byte). Flexible responses use v1, except ApiVersions (always v0, clients.md 1).
 """
 
 from __future__ import annotations

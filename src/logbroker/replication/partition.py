@@ -1,7 +1,7 @@
 """One partition as this broker hosts it: its log, its leadership, its ISR and high watermark.
 
 Kafka's Partition. The leader tracks each replica's log end offset and when it last caught up;
-the high watermark is the minimum log end offset over the ISR (DESIGN.md §6). A single node is
+the high watermark is the minimum log end offset over the ISR (architecture.md §6). A single node is
 the same code with an ISR of one, so its high watermark is its log end offset.
 
 Invariants: `log_start_offset <= high_watermark <= log_end_offset`; the high watermark never goes
@@ -88,7 +88,7 @@ class Partition:
     def make_follower(self, state: PartitionState, replicas: tuple[int, ...]) -> bool:
         """Follow `state.leader` at `state.leader_epoch`: stop leading, remember the leader and its
         epoch. Returns False (and changes nothing) unless the epoch is newer than the one held —
-        brokers act only on a newer leader epoch (DESIGN.md §5)."""
+        brokers act only on a newer leader epoch (architecture.md §5)."""
         if state.leader_epoch <= self.leader_epoch:
             return False
         self.leader_id = state.leader
@@ -109,7 +109,7 @@ class Partition:
             self.remote_replicas = {r: self.remote_replicas.get(r) or ReplicaState(last_caught_up_ms=now)
                                     for r in replicas if r != self.local_broker_id}
 
-    # -- the leader's view of its followers (DESIGN.md §6) ------------------------------------
+    # -- the leader's view of its followers (architecture.md §6) ------------------------------
     @property
     def maximal_isr(self) -> tuple[int, ...]:
         if self.pending_isr is None:

@@ -95,7 +95,7 @@ def unexpected(tp: TopicPartition, exc: Exception) -> KafkaError:
 
 
 class ReplicaManager:
-    metrics = None  # server.metrics.BrokerMetrics when metrics.port is set (issue 8)
+    metrics = None  # server.metrics.BrokerMetrics when metrics.port is set
 
     def __init__(self, *, broker_id: int, log_manager: LogManager, clock: Clock) -> None:
         self.broker_id = broker_id
@@ -521,7 +521,7 @@ class ReplicaManager:
             if max_bytes < 0:
                 # A negative partition_max_bytes (or max_bytes) from the client: Kafka's segment
                 # read throws and the partition is answered UNKNOWN_SERVER_ERROR; so here, but
-                # with no stack trace in the log, since any client can send it (issue 18).
+                # with no stack trace in the log, since any client can send it.
                 raise UnknownServerError(f"Invalid max size {max_bytes} for a read of {request.tp}")
             if client_metadata is not None and self.preferred_read_replica and partition.is_leader:
                 preferred = self.preferred_read_replica(partition, client_metadata, request.fetch_offset)

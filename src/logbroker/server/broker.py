@@ -389,7 +389,14 @@ class Broker:
         """Single node (a cluster deletes through server/topic_admin.py)."""
         info = self.controller.delete_topic(name)
         self.replica_manager.stop_replicas([TopicPartition(name, p) for p in info.assignment], delete=True)
+        self.topic_deleted(info)
         log.info("Deleted topic %s", name)
+
+    def topic_deleted(self, info) -> None:
+        """What follows a topic's deletion here, besides its replicas (stopped by the caller):
+        the share-partition states of the topic kept here go too."""
+        if self._share_groups is not None:
+            self._share_groups.coordinator.on_topic_deleted(info.topic_id)
 
     def create_partitions(self, name: str, count: int, *, assignment=None, validate_only: bool = False) -> None:
         """Single node (a cluster adds partitions through server/topic_admin.py)."""

@@ -338,7 +338,7 @@ BROKER_CONFIGS: dict[str, BrokerConfigDef] = {
 assert len(BROKER_CONFIGS) == len(_BROKER_ONLY_DEFS) + len(_synonym_defs()), "a key defined twice"
 
 # Every other broker key of Kafka 3.9 (ZooKeeper mode and KRaft alike), read from its ConfigDefs,
-# plus the authorizer's keys. Accepted with one warning each; see also _KAFKA_ONLY_PREFIXES.
+# plus the authorizer's keys. Accepted with one warning each; see also KAFKA_ONLY_PREFIXES.
 KAFKA_ONLY_CONFIGS: frozenset[str] = frozenset("""
 alter.config.policy.class.name alter.log.dirs.replication.quota.window.num
 alter.log.dirs.replication.quota.window.size.seconds
@@ -434,7 +434,7 @@ zookeeper.ssl.truststore.type
 
 # Per-listener overrides (`listener.name.internal.ssl.keystore.location`, …) are Kafka's too, and
 # so are Kafka 4's share-group coordinator keys (KIP-932; its stock server.properties sets two).
-_KAFKA_ONLY_PREFIXES = ("listener.name.", "share.coordinator.")
+KAFKA_ONLY_PREFIXES = ("listener.name.", "share.coordinator.")
 
 # Kafka's PASSWORD-typed keys: DescribeConfigs hides their values.
 PASSWORD_SUFFIXES = (
@@ -448,7 +448,7 @@ _KNOWN_NAMES = sorted(BROKER_CONFIGS.keys() | KAFKA_ONLY_CONFIGS)
 
 def is_kafka_only(name: str) -> bool:
     """A key Kafka knows and logbroker accepts without using."""
-    return name in KAFKA_ONLY_CONFIGS or name.startswith(_KAFKA_ONLY_PREFIXES)
+    return name in KAFKA_ONLY_CONFIGS or name.startswith(KAFKA_ONLY_PREFIXES)
 
 
 def closest_known_key(name: str) -> str | None:

@@ -9,7 +9,7 @@ response: acks=0) or CLOSE; an async handler returns the same from a coroutine.
 A frame we cannot parse or an API we do not know closes the connection with one WARN line, as
 Kafka does; an unexpected exception in a handler is one ERROR line and closes only that
 connection. A client can send either at will, so both are rate-limited (`log_limits`), and a
-traceback is written only at DEBUG: no client can fill the log with stack traces (issue 18).
+traceback is written only at DEBUG: no client can fill the log with stack traces.
 
 On a SASL listener a connection is gated (`connection.auth_gate`) until it authenticates: only
 ApiVersions, SaslHandshake and SaslAuthenticate pass, and after a SaslHandshake v0 the frames are

@@ -5,7 +5,7 @@ looked up per listener first (`listener.name.<listener>.<key>`); and the client 
 inter-broker listener, how this broker reaches the others (`inter_broker_security`).
 
 What only TLS or SASL needs (the TLS contexts, the SASL authenticator, the JAAS parser with its
-regular expression) is imported in their branches: a PLAINTEXT broker does not load it (issue 16).
+regular expression) is imported in their branches: a PLAINTEXT broker does not load it.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ hold, and a scratch buffer that is copied out of.
 
 A Produce of ~64 KiB (confluent-kafka's usual request) arrives whole in one read. Copying it out of
 a buffer that the next read overwrites was ~5% of the broker's CPU in perf, and with the copy's
-128 KiB through the caches, 7-10% of its CPU per GB produced (docs/benchmarks.md, thirteenth
-session). So a read goes into free space of the arena, and when it is LEND_READ_BYTES or more,
+128 KiB through the caches, 7-10% of its CPU per GB produced (measured with
+bench/bench_cpu_per_gb.py). So a read goes into free space of the arena, and when it is LEND_READ_BYTES or more,
 the frames in it are views of the arena itself: the space is lent to them (`lend`) and later
 reads go past it. Before each read the arena starts over from its beginning if no view of it is
 alive (`_rewind`): the usual case, since a Produce is appended before its read is done with, so

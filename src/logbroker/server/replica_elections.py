@@ -1,7 +1,7 @@
 """The controller's leader elections on request (ElectLeaders) and the periodic leader rebalance.
 
 Kafka's KafkaController.processReplicaLeaderElection and checkAndTriggerAutoLeaderRebalance, on
-our ZooKeeper layout (DESIGN.md §5). Both run on the cluster's single worker thread
+our ZooKeeper layout (architecture.md §5). Both run on the cluster's single worker thread
 (`ZooKeeperCluster.run_on_worker`), so they never interleave with the controller's other events,
 and they block on ZooKeeper. Each election is one controller write — fenced by the controller
 epoch, conditional on the state version it was decided on, bumping the leader epoch — that the

@@ -10,7 +10,7 @@
 The broker starts these on first use (Broker.share_groups): the first share-group request, or
 leading a partition of `__share_group_state` (at start, or later when another broker created
 it) — whose state other brokers' share-partition leaders read. A broker never used by share
-groups does not import them (~25 ms of start and ~3 MiB, issue 16). Until then nothing is owed:
+groups does not import them (~25 ms of start and ~3 MiB). Until then nothing is owed:
 no share session, no share-partition, and no state partition led here.
 """
 

@@ -1,6 +1,6 @@
 """A broker's membership of a ZooKeeper cluster: registration, watches, and the controller's work.
 
-DESIGN.md §5. Brokers learn everything by watching ZooKeeper — there are no controller-to-broker
+architecture.md §5. Brokers learn everything by watching ZooKeeper — there are no controller-to-broker
 RPCs: the broker list and topic list feed the MetadataCache, and a watch on every partition's state
 znode feeds it too and makes this broker lead or follow the partitions it hosts, acting only on a
 leader epoch newer than the one it holds.
@@ -342,7 +342,7 @@ class ZooKeeperCluster:
         log.info("Removed dead or restarted broker(s) %s from the ISR of %s at leader epoch %d (ISR %s)",
                  sorted(set(old.isr) - set(isr)), tp, state.leader_epoch, list(isr))
 
-    # -- the partition leader's ISR changes (DESIGN.md §5: conditional on the state's version) ---
+    # -- the partition leader's ISR changes (architecture.md §5: conditional on the state's version)
     def alter_isr(self, partition, new_isr: tuple[int, ...]) -> None:
         """Write `new_isr` for a partition led here (event loop). The change is pending until
         written; a stale version drops it, and the state watch brings the fresh one to retry on.
@@ -390,6 +390,7 @@ class ZooKeeperCluster:
             hosted = [tp for tp in (TopicPartition(name, p) for p in info.assignment)
                       if tp in self.broker.replica_manager.partitions]
             self.broker.replica_manager.stop_replicas(hosted, delete=True)
+            self.broker.topic_deleted(info)
             log.info("Topic %s was deleted", name)
 
     def _apply_state(self, tp: TopicPartition, versioned: VersionedPartitionState | None) -> None:

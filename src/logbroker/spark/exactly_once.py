@@ -48,8 +48,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from logbroker.spark import clients
 from logbroker.spark.errors import KafkaClientError
 from logbroker.spark.options import SinkOptions
-from logbroker.spark.writer import (DeliveryErrors, ProducedCount, flush_or_raise, new_producer,
-                                    produce_rows, producer_config)
+from logbroker.spark.producing import (DeliveryErrors, ProducedCount, flush_or_raise, new_producer,
+                                       produce_rows, producer_config)
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
     spark.read.format("logbroker").option("path", "/var/lib/logbroker/data")
          .option("subscribe", "events").load()
 
-A logbroker data directory is byte-compatible with Kafka's (DESIGN.md §2), so this reads either:
+A logbroker data directory is byte-compatible with Kafka's (architecture.md §2), so this reads either:
 `<log dir>/<topic>-<partition>/<base offset>.log` segments of v2 batches. Reading files skips the
 brokers entirely — the fast path for reprocessing history. What it reads, and why:
 

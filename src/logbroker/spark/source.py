@@ -43,7 +43,8 @@ class LogbrokerDataSource(DataSource):
         return LogbrokerStreamReader(parse_source_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from logbroker.spark.writer import LogbrokerWriter, check_sink_schema
+        from logbroker.spark.producing import check_sink_schema
+        from logbroker.spark.writer import LogbrokerWriter
 
         options = parse_sink_options(self.options)
         check_sink_schema(schema, options)
@@ -53,7 +54,8 @@ class LogbrokerDataSource(DataSource):
         from dataclasses import replace
 
         from logbroker.spark.exactly_once import brokers_support_transactions
-        from logbroker.spark.writer import LogbrokerStreamWriter, check_sink_schema
+        from logbroker.spark.producing import check_sink_schema
+        from logbroker.spark.writer import LogbrokerStreamWriter
 
         options = parse_sink_options(self.options)
         check_sink_schema(schema, options)

@@ -13,7 +13,7 @@ Nothing from a client reaches these files unchecked: a topic name is validated w
 created (metadata/controller.py), and, as a second line of defence, `OffsetCheckpointFile.write`
 refuses (UnreadableCheckpointEntryError, before touching the file) an entry it could not read back
 — a name holding whitespace or a line break would split its line and make the whole file
-unreadable, losing the offsets of every partition in the log dir (issue 18). The old file then
+unreadable, losing the offsets of every partition in the log dir. The old file then
 stays as it was: stale offsets are safe (recovery starts earlier, high watermarks only rise).
 
 Every write goes to `<file>.tmp`, is fsynced, renamed over the file and the directory fsynced,

@@ -31,7 +31,7 @@ ALLOCATE_AHEAD_BYTES = 24 << 20  # then keep blocks allocated up to this far pas
 class FileRecords:
     """A segment's .log file: v2 record batches back to back, no framing of our own.
 
-    Format (DESIGN.md §2): each batch is the 61-byte header (baseOffset int64, batchLength int32,
+    Format (architecture.md §2): each batch is the 61-byte header (baseOffset int64, batchLength int32,
     …) then its records, exactly the bytes a producer sent with baseOffset and
     partitionLeaderEpoch patched. Byte-compatible with Kafka's .log files both ways.
 

@@ -1,6 +1,6 @@
 """One partition's log (Kafka's UnifiedLog): the offsets over the segments of a LocalLog.
 
-A partition directory `<topic>-<partition>/` holds the segments (DESIGN.md §2), the
+A partition directory `<topic>-<partition>/` holds the segments (architecture.md §2), the
 `leader-epoch-checkpoint`, `partition.metadata` and the producer `.snapshot` files. The segments
 and their files are the `LocalLog`'s (local_log.py); `Log` keeps the offsets that matter, the
 producer state and the leader epochs, validates appends and decides retention:

@@ -84,7 +84,7 @@ class LogSegment:
     in the segment. The .txnindex is renamed, truncated and deleted with the other files;
     `recover` empties it and the log refills it from the segment's control batches.
 
-    Index rule (Kafka's, DESIGN.md §2): `append` notes the file position before it writes; if more
+    Index rule (Kafka's, architecture.md §2): `append` notes the file position before it writes; if more
     than `index_interval_bytes` were appended since the last index entry, it adds an offset index
     entry (the append's last offset → that position) and a time index entry (the largest timestamp
     so far and its offset, if larger than the last), then counts this append's bytes. A segment's
@@ -373,7 +373,7 @@ class LogSegment:
 
     def should_roll(self, incoming_size: int, incoming_max_timestamp: int, incoming_max_offset: int,
                     now_ms: int, segment_bytes: int, segment_ms: int) -> bool:
-        """Kafka's five roll conditions (DESIGN.md §2): the batch would take the segment past
+        """Kafka's five roll conditions (architecture.md §2): the batch would take the segment past
         segment_bytes; the segment is non-empty and the batch's max timestamp is more than
         segment_ms - jitter past the segment's first batch timestamp (wall-clock time since the
         segment was created when there is none); either index is full; or the batch's last offset

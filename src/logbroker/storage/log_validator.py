@@ -1,7 +1,7 @@
 """Validation of record batches before they are appended (Kafka's LogValidator and
 UnifiedLog.analyzeAndValidateRecords, header-only).
 
-The produce path checks one batch from its 61-byte header (DESIGN.md §1): framing, magic, size
+The produce path checks one batch from its 61-byte header (architecture.md §1): framing, magic, size
 limits, CRC-32C, offsets and count, control and producer fields, timestamps. Records are decoded
 only for a compacted topic, which refuses null keys, and for a batch whose header timestamps are
 out of range, to name the records at fault. Nothing here writes or changes the buffer.

@@ -24,7 +24,7 @@ class OffsetIndex(AbstractIndex):
 
     Format: 8-byte entries, big-endian: relative offset int32 (offset - base_offset), then the
     file position int32 of the batch that holds the offset. An entry maps the **last** offset of
-    an append to the position where that append starts (DESIGN.md §2); segment code decides when
+    an append to the position where that append starts (architecture.md §2); segment code decides when
     to add one, this class only stores them. Offsets in this index strictly increase, and so do
     positions. Preallocated to `max_index_size`, trimmed on roll and close; see AbstractIndex for
     the mapping, the hot-tail search and what happens after a crash (recovery rebuilds the file).

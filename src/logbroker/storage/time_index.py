@@ -26,7 +26,7 @@ class TimeIndex(AbstractIndex):
     Format: 12-byte entries, big-endian: timestamp int64, then relative offset int32
     (offset - base_offset). An entry (T, O) says that the largest timestamp seen up to offset O is
     T: any record with a timestamp above T comes after O. O is the last offset of the batch that
-    carries T (DESIGN.md §2). Timestamps in this index strictly increase and offsets never
+    carries T (architecture.md §2). Timestamps in this index strictly increase and offsets never
     decrease: an entry is added only when its timestamp is above the last one.
 
     The segment adds an entry together with each offset index entry, plus one final entry on roll

@@ -6,7 +6,7 @@ default 1 GiB segment that fsync writes the whole gigabyte in one go (~0.4 s her
 kernel work it does (block allocation, building and completing ~8,000 requests: ~0.15 CPU-s per
 GiB, in the fsyncing thread, softirqs and kworkers) lands in that burst, while produce goes on. On
 a machine near its CPU limit that burst is what queues the produce requests behind a roll
-(docs/benchmarks.md, "Latency across segment rolls").
+(docs/benchmarks.md, "A broker").
 
 `start_writeback` asks the kernel to start writing a range of a file and returns without waiting
 for the disk: the same work, spread over the segment's life in small pieces, so the roll's fsync

@@ -1,7 +1,7 @@
-"""docs/api-versions.md from a running broker's ApiVersions answer.
+"""docs/reference/api-versions.md from a running broker's ApiVersions answer.
 
     python -m logbroker.tools.api_versions_table --bootstrap-server 127.0.0.1:9092 \
-        [--output docs/api-versions.md]
+        [--output docs/reference/api-versions.md]
 
 Asks the broker for ApiVersions (v3) and writes the table of every API it answers, with its
 version range, as Markdown (to stdout without --output). The doc is what clients see, not what
@@ -24,7 +24,7 @@ HEADER = """\
 The Kafka APIs a logbroker broker answers and the versions of each, as its ApiVersions response
 advertises them (clients pick, per API, the highest version both sides support). Generated from
 a running broker by `python -m logbroker.tools.api_versions_table --bootstrap-server HOST:PORT
---output docs/api-versions.md`; a test checks that this file equals the broker's answer.
+--output docs/reference/api-versions.md`; a test checks that this file equals the broker's answer.
 
 | Key | API | Min | Max |
 | ---: | --- | ---: | ---: |

@@ -9,7 +9,7 @@
                            <tag 0 diverging_epoch, tag 1 current_leader, tag 2 snapshot_id (v12+)>]]
     <tag 0: node_endpoints (v16+)>
 
-Flexible from v12. v13 replaces the topic name by its id (KAFKA-NOTES 6); v14-v18 add nothing to
+Flexible from v12. v13 replaces the topic name by its id (clients.md 6); v14-v18 add nothing to
 the response but node_endpoints (v16).
 
 The record data of each partition is not copied: `encode_fetch_response` returns a list of chunks,

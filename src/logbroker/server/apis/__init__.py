@@ -5,7 +5,7 @@ REGISTRY maps an api key to its handler; the supported versions live in
 
 Each API's module is imported on the first request for it, not when the broker starts: most
 brokers never see most of the 61 APIs (share groups, KIP-848, transactions, SCRAM and ACL admin),
-and their modules pull in their coordinators and kio schemas (issue 16: ~25 ms of start and
+and their modules pull in their coordinators and kio schemas (~25 ms of start and
 ~3 MiB a broker would carry unused). A module is named after its API (`ApiKey.SHARE_FETCH` is
 `share_fetch`), and the first request for it pays its import (well under a millisecond for most,
 a few ms for the largest). The dispatcher calls REGISTRY on the event loop only, so the import

@@ -1,7 +1,7 @@
 """ApiVersions (api key 18): the versions table, the one switch clients read to turn features on.
 
-Only what is implemented is advertised (KAFKA-NOTES 4). An unsupported ApiVersions version never
-reaches here: the codec answers it with UNSUPPORTED_VERSION and a v0 body (KAFKA-NOTES 2).
+Only what is implemented is advertised (clients.md 4). An unsupported ApiVersions version never
+reaches here: the codec answers it with UNSUPPORTED_VERSION and a v0 body (clients.md 2).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """CreatePartitions (api key 37), v0-3: grow topics to a new partition count.
 
-Per topic (KAFKA-NOTES 13: the per-topic results must come back): a topic named twice in one
+Per topic (clients.md 13: the per-topic results must come back): a topic named twice in one
 request is INVALID_REQUEST; an unknown topic UNKNOWN_TOPIC_OR_PARTITION; a count that is not an
 increase INVALID_PARTITIONS; a manual assignment of the wrong length, with unknown brokers or
 duplicates INVALID_REPLICA_ASSIGNMENT — each with its error_message. With validate_only nothing

@@ -7,7 +7,7 @@ INVALID_CONFIG; a name colliding with an existing topic's once '.' and '_' are t
 INVALID_TOPIC_EXCEPTION (their metric names would clash). Each failure carries its error_message.
 
 v5+ answers a created (or validated) topic with its partition count, replication factor and every
-topic config with its source, as DescribeConfigs would (KAFKA-NOTES 13); v7 with its topic id
+topic config with its source, as DescribeConfigs would (clients.md 13); v7 with its topic id
 (zero for validate_only: nothing was created). A failed topic gets -1, -1 and no configs.
 
 The answer comes once the topic is ready: on a single node its logs exist; on a cluster this

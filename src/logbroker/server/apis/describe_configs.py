@@ -1,6 +1,6 @@
 """DescribeConfigs (api key 32), v1-4: every config of a topic or of this broker, with its source.
 
-Clients do read-modify-write with this answer (KAFKA-NOTES 13): a tool that keeps only the
+Clients do read-modify-write with this answer (clients.md 13): a tool that keeps only the
 entries whose source is DYNAMIC_TOPIC_CONFIG must find exactly the topic's overrides there, so
 sources and synonyms follow Kafka's ConfigHelper to the letter:
 

@@ -1,7 +1,7 @@
 """Fetch (api key 1), v4-v17: consumers read below the high watermark, followers to the log end.
 From v11 a consumer may read from a follower, which a leader with replica.selector.class set may
 point it to (preferred_read_replica, KIP-392; replication/replica_selector.py).
-From v13 topics are named by id (KAFKA-NOTES 6): an id we do not know is UNKNOWN_TOPIC_ID, and the
+From v13 topics are named by id (clients.md 6): an id we do not know is UNKNOWN_TOPIC_ID, and the
 response echoes each id as asked.
 
 The records of each partition are a file region handed to the network layer, which sends it with

@@ -1,6 +1,6 @@
 """ListOffsets (api key 2), v1-10: -1 latest (the high watermark; the last stable offset under
 read_committed), -2 earliest (the log start), -3 the max timestamp (v7), else the first offset
-whose timestamp is at least the one asked for, or -1/-1 when there is none (KAFKA-NOTES 12).
+whose timestamp is at least the one asked for, or -1/-1 when there is none (clients.md 12).
 
 Tiered storage (KIP-405) is not implemented, and the answers are Kafka's for a topic without it:
 -4 earliest local timestamp (v8) is the log start offset, like -2; -5 latest tiered timestamp

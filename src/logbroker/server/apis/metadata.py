@@ -1,7 +1,7 @@
 """Metadata (api key 3): brokers, cluster id, controller, and each topic's partitions.
 
 Unknown topics are created here when the request allows it and auto.create.topics.enable is on
-(KAFKA-NOTES 14). v0 treats an empty topic list as "all topics"; v1+ uses null for that; v10+ may
+(clients.md 14). v0 treats an empty topic list as "all topics"; v1+ uses null for that; v10+ may
 name a topic by id alone. Encoded by hand (protocol/responses/metadata.py): kio takes ~1 ms for
 ten topics, and clients ask often.
 """
