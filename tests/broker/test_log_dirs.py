@@ -58,6 +58,18 @@ def dir_of(dirs: dict[str, dict], topic: str, partition: int) -> str:
     return found
 
 
+def move_replica(bootstrap: str, topic: str, target: str) -> None:
+    """Move partition 0's replica on broker 0 to `target` and wait until it is there."""
+    admin = kafka_python_admin(bootstrap)
+    try:
+        result = admin.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 0): target})
+    finally:
+        admin.close()
+    assert list(result.values()) == [NoError]
+    wait_for(lambda: dir_of(log_dirs_of(bootstrap, [topic]), topic, 0) == target,
+             timeout_s=60, what="the replica in the target dir")
+
+
 def test_describe_log_dirs_gives_each_dirs_partitions_sizes_and_disk_space(two_dir_broker):
     broker, paths = two_dir_broker
     create_topic(broker.bootstrap, "sized", partitions=4)
@@ -156,14 +168,7 @@ def test_a_replica_moves_to_the_other_dir_under_load_with_nothing_lost(two_dir_b
     producer.start()
     reader.start()
     try:
-        admin = kafka_python_admin(broker.bootstrap)
-        try:
-            result = admin.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 0): target})
-        finally:
-            admin.close()
-        assert list(result.values()) == [NoError]
-        wait_for(lambda: dir_of(log_dirs_of(broker.bootstrap, [topic]), topic, 0) == target,
-                 timeout_s=60, what="the replica in the target dir")
+        move_replica(broker.bootstrap, topic, target)
     finally:
         moved.set()
         producer.join()
@@ -187,14 +192,10 @@ def test_a_replica_whose_log_starts_inside_a_batch_moves_with_its_log_start(two_
     admin = kafka_python_admin(broker.bootstrap)
     try:
         admin.delete_records({KafkaTopicPartition(topic, 0): 37})
-        source = dir_of(log_dirs_of(broker.bootstrap, [topic]), topic, 0)
-        target = next(p for p in paths if p != source)
-        result = admin.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 0): target})
     finally:
         admin.close()
-    assert list(result.values()) == [NoError]
-    wait_for(lambda: dir_of(log_dirs_of(broker.bootstrap, [topic]), topic, 0) == target,
-             timeout_s=60, what="the replica in the target dir")
+    source = dir_of(log_dirs_of(broker.bootstrap, [topic]), topic, 0)
+    move_replica(broker.bootstrap, topic, next(p for p in paths if p != source))
     consumer = confluent_consumer(broker.bootstrap, **{"group.id": "deleted-head", "auto.offset.reset": "earliest"})
     try:
         assert consumer.get_watermark_offsets(ConfluentTopicPartition(topic, 0), timeout=10) == (37, 100)
