@@ -161,7 +161,8 @@ class Broker:
         self.replica_manager.partition_exists = self._partition_exists
         self.replica_log_dir_mover = ReplicaLogDirMover(self)
         loop = asyncio.get_running_loop()
-        self.log_manager.on_dir_failure = lambda d, tps: loop.call_soon_threadsafe(self._on_dir_failure, d, tps)
+        self.log_manager.on_dir_failure = (
+            lambda log_dir, tps: loop.call_soon_threadsafe(self._on_dir_failure, log_dir, tps))
         if self.config.replica_selector_class == RACK_AWARE_REPLICA_SELECTOR:
             self.replica_manager.preferred_read_replica = self._preferred_read_replica
         if self.zk is None:

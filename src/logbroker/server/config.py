@@ -209,6 +209,7 @@ class KafkaConfig:
     log_cleaner_max_compaction_lag_ms: int
     # Replication
     replica_lag_time_max_ms: int
+    replica_alter_log_dirs_io_max_bytes_per_second: int
     replica_fetch_max_bytes: int
     replica_fetch_min_bytes: int
     replica_fetch_wait_max_ms: int

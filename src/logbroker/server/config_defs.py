@@ -209,6 +209,8 @@ _BROKER_ONLY_DEFS = (
     # Replication
     _D("replica.lag.time.max.ms", "long", 30_000,
        "a follower not caught up for this long leaves the ISR"),
+    _D("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX,
+       "bytes per second all replica moves between log dirs together may copy", at_least(1)),
     _D("replica.fetch.max.bytes", "int", 1_048_576, "bytes per partition a follower asks for",
        at_least(0)),
     _D("replica.fetch.min.bytes", "int", 1, "bytes a follower's fetch waits for"),
@@ -396,7 +398,7 @@ remote.log.metadata.manager.impl.prefix remote.log.metadata.manager.listener.nam
 remote.log.reader.max.pending.tasks remote.log.reader.threads
 remote.log.storage.manager.class.name remote.log.storage.manager.class.path
 remote.log.storage.manager.impl.prefix remote.log.storage.system.enable
-replica.alter.log.dirs.io.max.bytes.per.second replica.selector.class
+replica.selector.class
 replica.socket.receive.buffer.bytes replica.socket.timeout.ms replication.quota.window.num
 replication.quota.window.size.seconds reserved.broker.max.id sasl.client.callback.handler.class
 sasl.enabled.mechanisms sasl.jaas.config sasl.kerberos.kinit.cmd

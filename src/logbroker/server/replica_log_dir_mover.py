@@ -4,12 +4,13 @@ ReplicaAlterLogDirsManager and its future replicas).
 AlterReplicaLogDirs makes an empty future log `<topic>-<n>.<uuid>-future` in the target dir; a
 task on the event loop then copies the current log into it, batch by batch as a follower would
 (`append_as_follower`: offsets, epochs and producer state as written), a chunk per turn of the
-loop, while producers and consumers go on using the current log. Once the future log has reached
-the current log's end it is flushed off the loop, catches up the little written meanwhile, and —
-in one synchronous step on the event loop, where every append runs, so none can slip in between
-the last check and the swap — replaces the current log (LogManager.replace_current_with_future)
-and becomes the partition's log. Nothing is lost or reordered: the copy holds every offset of the
-current log when the two are swapped.
+loop, while producers and consumers go on using the current log; all moves together copy at
+most `replica.alter.log.dirs.io.max.bytes.per.second` (unlimited by default), as Kafka's quota.
+Once the future log has reached the current log's end it is flushed off the loop, catches up the
+little written meanwhile, and — in one synchronous step on the event loop, where every append
+runs, so none can slip in between the last check and the swap — replaces the current log
+(LogManager.replace_current_with_future) and becomes the partition's log. Nothing is lost or
+reordered: the copy holds every offset of the current log when the two are swapped.
 
 The current log may change under the copy: retention or DeleteRecords move its start past what
 was copied (the copy starts again at the new start), and a follower may truncate it after a
@@ -42,6 +43,7 @@ class ReplicaLogDirMover:
     def __init__(self, broker) -> None:
         self._broker = broker
         self._tasks: dict[TopicPartition, asyncio.Task] = {}
+        self._copy_allowed_at = 0.0  # loop time from which the next chunk may be copied (the throttle)
 
     def move(self, tp: TopicPartition, log_dir: Path) -> None:
         """Start moving `tp`'s replica to `log_dir` (a configured dir), unless it is there or
@@ -100,17 +102,24 @@ class ReplicaLogDirMover:
                         # as Kafka's Partition does for a future replica.
                         future.truncate_fully_and_start_at(first_base_offset)
                     future.append_as_follower(chunk)
+                    await self._throttle(len(chunk))
                 elif not flushed:  # the bulk goes to disk off the loop; the swap flushes the rest
                     await asyncio.get_running_loop().run_in_executor(None, future.flush)
                     flushed = True
-                    continue
                 else:
                     partition.log = manager.replace_current_with_future(tp)
                     return
-                await asyncio.sleep(0)
         except (KafkaError, OSError) as e:
             log.error("Moving the replica of %s failed, the replica stays where it is: %s", tp, e)
             manager.abort_future_log(tp)
+
+    async def _throttle(self, copied_bytes: int) -> None:
+        """Hold every move to replica.alter.log.dirs.io.max.bytes.per.second together (Kafka's
+        AlterLogDirs replication quota), and let the loop serve other work between chunks."""
+        loop = asyncio.get_running_loop()
+        rate = self._broker.config.replica_alter_log_dirs_io_max_bytes_per_second
+        self._copy_allowed_at = max(self._copy_allowed_at, loop.time()) + copied_bytes / rate
+        await asyncio.sleep(max(self._copy_allowed_at - loop.time(), 0))
 
 
 def _align(current, future) -> None:
