@@ -9,6 +9,7 @@ import pytest
 from kafka import KafkaAdminClient
 
 from logbroker.protocol.apis import ApiKey
+from logbroker.testing import TEST_OVERRIDES, BrokerProcess
 
 from clients import RawClient, create_topic
 
@@ -83,3 +84,10 @@ def test_a_cursor_outside_the_list_or_negative_is_invalid_request(paged_topics):
             answer = raw.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, topics=[{"name": "dtp-small"}],
                                  response_partition_limit=10, cursor=cursor)
             assert [(t.name, t.error_code) for t in answer.topics] == [("dtp-small", INVALID_REQUEST)]
+
+
+def test_the_brokers_max_request_partition_size_limit_caps_a_page(tmp_path):
+    with BrokerProcess(tmp_path, overrides={**TEST_OVERRIDES, "max.request.partition.size.limit": "40"}) as broker:
+        create_topic(broker.bootstrap, "capped", partitions=100)
+        answers = pages(broker.bootstrap, ["capped"], 2000)
+    assert [len(a["topics"][0]["partitions"]) for a in answers] == [40, 40, 20]

@@ -235,6 +235,7 @@ class KafkaConfig:
     max_connections_per_ip: int
     max_connections_per_ip_overrides: str
     queued_max_requests: int
+    max_request_partition_size_limit: int
     request_timeout_ms: int
     # Client quotas
     quota_window_num: int

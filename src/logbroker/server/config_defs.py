@@ -254,6 +254,8 @@ _BROKER_ONLY_DEFS = (
        "closed at once", at_least(0)),
     _D("max.connections.per.ip.overrides", "string", "",
        "per-IP or per-host limits that replace max.connections.per.ip: host:count,host:count"),
+    _D("max.request.partition.size.limit", "int", 2000,
+       "most partitions one DescribeTopicPartitions answer holds", at_least(1)),
     _D("queued.max.requests", "int", 500,
        "requests queued per connection before reading from it pauses", at_least(1)),
     _D("request.timeout.ms", "int", 30_000, "timeout of the broker's own outbound requests"),
@@ -374,7 +376,7 @@ leader.replication.throttled.rate log.dir.failure.timeout.ms log.initial.task.de
 log.local.retention.bytes log.local.retention.ms log.message.format.version
 max.connection.creation.rate max.connections max.connections.per.ip
 max.connections.per.ip.overrides max.incremental.fetch.session.cache.slots
-max.request.partition.size.limit metadata.log.dir metadata.log.max.record.bytes.between.snapshots
+metadata.log.dir metadata.log.max.record.bytes.between.snapshots
 metadata.log.max.snapshot.interval.ms metadata.log.segment.bytes metadata.log.segment.min.bytes
 metadata.log.segment.ms metadata.max.idle.interval.ms metadata.max.retention.bytes
 metadata.max.retention.ms metric.reporters metrics.num.samples metrics.recording.level

@@ -1,11 +1,11 @@
 """DescribeTopicPartitions (api key 75), v0: topics and their partitions, a page at a time.
 
-As Kafka's DescribeTopicPartitionsRequestHandler (KIP-966), which `kafka-topics.sh --describe`
-and librdkafka's DescribeTopics use first. An empty topic list means every topic. Topics are
-answered in name order, starting at the cursor's topic (and, in it, the cursor's partition);
-at most `response_partition_limit` partitions (capped at Kafka's
-max.request.partition.size.limit default, 2000, and at least 1) go in one answer, and when more
-remain `next_cursor` names the topic and partition to ask for next. A topic of the list the
+As Kafka's DescribeTopicPartitionsRequestHandler (KIP-966), which Kafka 3.8+'s `kafka-topics.sh
+--describe` uses first (librdkafka's DescribeTopics uses Metadata). An empty topic list means
+every topic. Topics are answered in name order, starting at the cursor's topic (and, in it, the
+cursor's partition); at most `response_partition_limit` partitions (capped at
+max.request.partition.size.limit, 2000 by default, and at least 1) go in one answer, and when
+more remain `next_cursor` names the topic and partition to ask for next. A topic of the list the
 principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED with a zero topic id, whether it exists
 or not (left out silently when listing every topic); a named topic that does not exist is
 UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for a name Kafka could never create). A cursor
@@ -30,7 +30,6 @@ from logbroker.metadata.controller import validate_topic_name
 from logbroker.types import TopicPartition
 
 API_KEY = 75
-MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -46,7 +45,7 @@ def handle(broker, request) -> dict:
             {"error_code": InvalidRequestError.code, "name": t.name, "topic_id": ZERO_UUID, "partitions": []}
             for t in body.topics]}
     denied, topics, next_cursor = [], [], None
-    remaining = max(min(MAX_REQUEST_PARTITION_SIZE_LIMIT, body.response_partition_limit), 1)
+    remaining = max(min(broker.config.max_request_partition_size_limit, body.response_partition_limit), 1)
     for name in names:
         if not allowed(broker, request, AclOperation.DESCRIBE, TOPIC, name, log_denied=not list_all):
             if not list_all:
