@@ -15,6 +15,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import NoError
 
 from logbroker.protocol.apis import ApiKey
+from logbroker.records.builder import build_batch
 from logbroker.testing import TEST_OVERRIDES, BrokerProcess, wait_for
 
 from clients import RawClient, confluent_consumer, create_topic, sample_specs, produce_confluent
@@ -222,3 +223,34 @@ def test_a_replica_whose_log_starts_inside_a_batch_moves_with_its_log_start(two_
     finally:
         consumer.close()
     assert offsets == list(range(37, 100))
+
+
+def test_a_failed_dir_answers_kafka_storage_error_and_a_broker_with_none_left_stops(tmp_path):
+    """Each dir is replaced by a plain file in turn (Kafka's LogDirFailureTest): the first one's
+    partition answers KAFKA_STORAGE_ERROR while the other dir serves on; with both gone the
+    broker shuts down with exit code 1, as Kafka halts."""
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    broker = BrokerProcess(tmp_path / "broker", overrides={
+        **TEST_OVERRIDES, "log.dirs": ",".join(map(str, dirs)),
+        "replica.high.watermark.checkpoint.interval.ms": "100"})
+    broker.start()
+    try:
+        create_topic(broker.bootstrap, "split", partitions=2)
+        layout = {path: sorted(p for p, _ in replicas_in(d, "split"))
+                  for path, d in log_dirs_of(broker.bootstrap, ["split"]).items()}
+        [first] = [path for path, partitions in layout.items() if partitions == [0]]
+        os.rename(first, f"{first}.gone")
+        Path(first).write_text("")
+        wait_for(lambda: log_dirs_of(broker.bootstrap, ["split"])[first]["error_code"] == KAFKA_STORAGE_ERROR,
+                 what="the first dir offline")
+        with RawClient(broker.bootstrap) as raw:
+            batch = build_batch([(None, b"v")])
+            assert raw.produce("split", 0, batch).error_code == KAFKA_STORAGE_ERROR
+            assert raw.produce("split", 1, batch).error_code == 0
+        [second] = [path for path in layout if path != first]
+        os.rename(second, f"{second}.gone")
+        Path(second).write_text("")
+        assert broker.process.wait(60) == 1
+        assert "every log dir has failed" in broker.new_log_text()
+    finally:
+        broker.kill()

@@ -91,6 +91,7 @@ class Broker:
         self.default_log_config: LogConfig = config.default_log_config()
         self._tasks: list[asyncio.Task] = []
         self._stopped = asyncio.Event()
+        self._stop_requested = asyncio.Event()  # a signal, or every log dir failed
 
     # -- what the APIs read -----------------------------------------------------------------
     @property
@@ -342,12 +343,15 @@ class Broker:
     def _on_dir_failure(self, log_dir: Path, tps: list[TopicPartition]) -> None:
         """A log dir went offline (LogManager.maybe_fail_dir): stop hosting its partitions and,
         on a cluster, tell the controller (Kafka's /log_dir_event_notification), which moves
-        their leadership to other brokers. Event loop."""
+        their leadership to other brokers. With no log dir left, stop the broker. Event loop."""
         self.replica_manager.stop_replicas(tps, delete=False)
         for tp in tps:
             self.replica_log_dir_mover.cancel(tp)
         if self.cluster is not None:
             self.cluster.notify_log_dir_failure()
+        if self.log_manager.offline_dirs.keys() >= set(self.log_manager.log_dirs):
+            log.error("Shutting down broker %d: every log dir has failed", self.broker_id)
+            self._stop_requested.set()
 
     def _bound_port(self, name: str) -> int:
         return next((l.port for l in self.listeners if l.name == name), self.listeners[0].port)
@@ -554,10 +558,12 @@ class Broker:
         self._stopped.set()
         log.info("Broker %d shut down cleanly", self.broker_id)
 
-    async def serve_until_signalled(self) -> None:
+    async def serve_until_signalled(self) -> int:
+        """Serve until SIGTERM or SIGINT (then 0), or until every log dir has failed (then 1,
+        as Kafka halts such a broker), and shut down."""
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+            loop.add_signal_handler(sig, self._stop_requested.set)
+        await self._stop_requested.wait()
         await self.shutdown()
+        return 1 if self.log_manager.offline_dirs.keys() >= set(self.log_manager.log_dirs) else 0

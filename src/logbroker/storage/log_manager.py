@@ -536,9 +536,6 @@ class LogManager(FutureLogs):
                 pass
         log.error("Stopped serving the %d replica(s) in log dir %s after an I/O error: %s",
                   len(failed), log_dir, error)
-        if len(self._offline_dirs) == len(self._log_dirs):
-            log.error("Every log dir of this broker (%s) has failed",
-                      ", ".join(map(str, self._log_dirs)))
         if self.on_dir_failure is not None:
             self.on_dir_failure(log_dir, failed)
         return True
