@@ -15,7 +15,8 @@ logbroker writes only snapshots (a window is at most group.share.partition.max.r
 offsets, kept as runs, so a snapshot stays small) and reads both. A null value deletes the key.
 
 Placement, as Kafka's share coordinator: the key "groupId:topicId:partition" (the topic id in
-Kafka's base64 form) goes to partition abs(Java hashCode) % partitions. Pure functions, no I/O.
+Kafka's base64 form) goes to partition Utils.abs(Java hashCode) % partitions
+(offsets_schema.hash_partition). Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import uuid
 from dataclasses import dataclass
 
 from logbroker.coordinator.internal_topics import SHARE_STATE_TOPIC  # noqa: F401 - its users import it from here
-from logbroker.coordinator.offsets_schema import java_string_hash
+from logbroker.coordinator.offsets_schema import hash_partition
 from logbroker.coordinator.share_partition import StateBatch
 from logbroker.errors import CorruptMessageError
 from logbroker.metadata.model import topic_id_to_str
@@ -65,8 +66,7 @@ class ShareSnapshot:
 
 
 def partition_for(key: SharePartitionKey, num_partitions: int) -> int:
-    h = java_string_hash(key.coordinator_key())
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+    return hash_partition(key.coordinator_key(), num_partitions)
 
 
 def encode_key(key: SharePartitionKey, version: int = SNAPSHOT_KEY_VERSION) -> bytes:

@@ -13,6 +13,7 @@ import asyncio
 import uuid
 import logging
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +43,7 @@ from logbroker.server.authorization import create_authorizer
 from logbroker.server.config import KafkaConfig
 from logbroker.server.connection_quotas import ConnectionQuotas
 from logbroker.server.dispatch import Dispatcher
+from logbroker.server.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
 from logbroker.server.network import KafkaServer
 from logbroker.storage.log_config import LogConfig
 from logbroker.storage.log_manager import LogManager
@@ -60,7 +62,8 @@ class Listener:
 
 class Broker:
     def __init__(self, config: KafkaConfig, *, clock: Clock | None = None) -> None:
-        self.config = config
+        self.config = config  # the effective config: static, then dynamic layers (server/dynamic_config.py)
+        self.dynamic_config = DynamicBrokerConfig(config)
         self.clock = clock or SystemClock()
         self.broker_id = config.broker_id
         self.log_dirs = [Path(d) for d in config.log_dirs]
@@ -153,9 +156,11 @@ class Broker:
         else:
             self.store = LocalMetadataStore(first_dir)
             topics = self.store.topics()
+        await self._load_dynamic_configs()
         self.log_manager = LogManager(self.log_dirs, default_config=self.default_log_config,
                                       clock=self.clock, broker_id=self.broker_id,
-                                      cluster_id=self.store.cluster_id)
+                                      cluster_id=self.store.cluster_id,
+                                      producer_id_expiration_ms=self.config.producer_id_expiration_ms)
         self.log_manager.startup({name: self.topic_log_config(info) for name, info in topics.items()})
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)
@@ -210,13 +215,32 @@ class Broker:
         if self.config.metrics_port is not None:
             from logbroker.server.metrics import start_metrics
             self.metrics = await start_metrics(self)
-        securities = [self._listener_security(name) for name, _, _ in self.config.listeners]
+        securities = [self.listener_security(name, self.config) for name, _, _ in self.config.listeners]
+        # In a cluster the listeners are bound first (the registration carries their ports) but
+        # accept nothing until this broker has registered and read the cluster's metadata: its
+        # cache is empty before that, and a client must never hear that an existing topic is
+        # unknown because a broker restarted (Kafka's brokers start serving once they have
+        # caught up with the metadata). Connections made meanwhile wait in the listen backlog.
         for (name, host, port), security in zip(self.config.listeners, securities):
-            bound = await self.server.listen(host, port, security)
+            bound = await self.server.listen(host, port, security, accepting=self.zk is None)
             self.listeners.append(Listener(name, host or "0.0.0.0", bound))
         if self.zk is not None:
             await self._join_cluster()
+            self.server.start_accepting()
         self._start_periodic_tasks()
+
+    async def _load_dynamic_configs(self) -> None:
+        """The stored dynamic layers (cluster default, then this broker's), before anything reads
+        the config they change; a layer that cannot apply is skipped with an error line."""
+        source = self.zk if self.zk is not None else self.store
+        for entity in (DEFAULT_ENTITY, str(self.broker_id)):
+            configs = await asyncio.get_running_loop().run_in_executor(None, source.broker_configs, entity)
+            loaded = self.dynamic_config.load(per_broker=entity != DEFAULT_ENTITY, configs=configs)
+            if loaded is not None:
+                self.dynamic_config.replace(per_broker=entity != DEFAULT_ENTITY, configs=loaded[0],
+                                            config=loaded[1])
+        self.config = self.dynamic_config.current
+        self.default_log_config = self.config.default_log_config()
 
     # -- KIP-932 share groups, started on first use (server/share_groups.py says why) ----------
     def share_groups(self):  # -> server.share_groups.ShareGroups
@@ -255,12 +279,13 @@ class Broker:
         elif partition is not None and partition.is_leader:
             self.share_groups()
 
-    def _listener_security(self, name: str):
+    def listener_security(self, name: str, config: KafkaConfig):
+        """The ListenerSecurity `config` gives listener `name`. Raises ConfigError naming the key."""
         from logbroker.server.listener_security import listener_security
 
         def scram_credential(user: str, mechanism: str):
             return self.credential_store.scram_credential(user, mechanism)
-        return listener_security(self.config, name, scram_credential=scram_credential,
+        return listener_security(config, name, scram_credential=scram_credential,
                                  clock_ms=self.clock.monotonic_ms)
 
     async def _load_acls(self) -> None:
@@ -501,16 +526,19 @@ class Broker:
             rm = self.replica_manager
             self._every(max(c.replica_lag_time_max_ms // 2, 10), lambda: rm.maybe_shrink_isr(c.replica_lag_time_max_ms),
                         "isr-expiration", in_thread=False)
-        if c.log_cleaner_enable: self._every(c.log_cleaner_backoff_ms, lambda: lm.clean_logs(self.clock.time_ms(), dedupe_buffer_size=c.log_cleaner_dedupe_buffer_size), "log cleaner")
+        if c.log_cleaner_enable:  # its keys are dynamic: read at each round
+            self._every(lambda: self.config.log_cleaner_backoff_ms, lambda: lm.clean_logs(
+                self.clock.time_ms(), dedupe_buffer_size=self.config.log_cleaner_dedupe_buffer_size), "log cleaner")
 
-    def _every(self, interval_ms: int, work, name: str, *, in_thread: bool = True) -> None:
+    def _every(self, interval_ms: int | Callable[[], int], work, name: str, *, in_thread: bool = True) -> None:
+        """Run `work` every `interval_ms` (a function: read before each wait)."""
         # A failing round (a full disk under the checkpoints) is retried every interval but logged
         # once per change of error, and once when it works again — not a traceback per tick.
         state = StateChangeLog(log, f"Periodic task {name}")
 
         async def loop() -> None:
             while True:
-                await asyncio.sleep(interval_ms / 1000)
+                await asyncio.sleep((interval_ms() if callable(interval_ms) else interval_ms) / 1000)
                 try:
                     if in_thread:
                         await asyncio.get_running_loop().run_in_executor(None, work)

@@ -57,7 +57,6 @@ class ZooKeeperCluster:
         self.broker_id = broker.broker_id
         self.zk = zk
         self.cache = cache
-        self.unclean_leader_election = broker.config.unclean_leader_election_enable
         self.loop: asyncio.AbstractEventLoop | None = None
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="zk-cluster")
         self._watches: list[Watch] = []
@@ -65,6 +64,7 @@ class ZooKeeperCluster:
         self._topic_watches: dict[str, Watch] = {}
         self._config_changes = ConfigChangeListener(zk, {
             "topics": self._on_topic_config_change,
+            "brokers": self._on_broker_config_change,
             "users": lambda name: self._on_quota_config_change(f"users/{name}"),
             "clients": lambda name: self._on_quota_config_change(f"clients/{name}"),
         }, clock=broker.clock)
@@ -78,7 +78,9 @@ class ZooKeeperCluster:
     async def start(self, advertised: BrokerInfo, endpoints: list[str], *,
                     security_protocol_map: dict[str, str] | None = None) -> None:
         """Register this broker, fill the cache, and set the watches (controller election
-        included). Runs after the listeners are bound: the registration carries their port."""
+        included). Runs after the listeners are bound: the registration carries their port.
+        Returns once the cache holds every broker, topic and partition state read from ZooKeeper
+        at start, so the broker may then serve clients from it."""
         self.loop = asyncio.get_running_loop()
         await self._register(advertised, endpoints, security_protocol_map)
         await self._run(self._initial_load)
@@ -91,6 +93,11 @@ class ZooKeeperCluster:
                                              self._from_kazoo(self._config_changes.process)))
         self._watches.append(await self._run(self.zk.watch_log_dir_events,
                                              self._from_kazoo(self._on_log_dir_events)))
+        # Each watch reports its current value at once, on the worker: the topic watch queues
+        # `_on_topics` there, which reads every partition's state and queues it for the event
+        # loop. Once the worker has run what was queued before this no-op, and the event loop the
+        # cache updates queued before its answer, the cache is complete.
+        await self._run(lambda: None)
         config = self.broker.config
         if config.auto_leader_rebalance_enable:
             self._rebalance_task = self.loop.create_task(auto_rebalance_every(
@@ -227,6 +234,13 @@ class ZooKeeperCluster:
     def _on_topic_config_change(self, name: str) -> None:
         self._on_loop(apply_topic_configs, self.broker, name, self.zk.topic_configs(name))
 
+    def _on_broker_config_change(self, entity: str) -> None:
+        """The cluster default's or this broker's dynamic configs changed: re-read and apply them."""
+        from logbroker.server.broker_configs import apply_stored
+        from logbroker.server.dynamic_config import DEFAULT_ENTITY
+        if entity in (DEFAULT_ENTITY, str(self.broker_id)):
+            self._on_loop(apply_stored, self.broker, entity, self.zk.broker_configs(entity))
+
     def _on_quota_config_change(self, path: str) -> None:
         """A user's, client's or user/client's config changed: re-read it (client quotas)."""
         if self.broker.quota_store is None:
@@ -309,7 +323,7 @@ class ZooKeeperCluster:
             return
         candidates = ([r for r in replicas if r in old.isr and r in in_sync]
                       or [r for r in replicas if r in restarted])
-        if not candidates and self.unclean_leader_election:
+        if not candidates and self.broker.config.unclean_leader_election_enable:  # dynamic: read each time
             candidates = [r for r in replicas if r in live]
             if candidates:
                 log.warning("Unclean leader election for %s: broker %d was not in the ISR %s",

@@ -462,6 +462,24 @@ class LogManager(FutureLogs):
             lg.delete()
         return len(due)
 
+    def update_default_config(self, default: LogConfig, topic_configs: dict[str, LogConfig]) -> None:
+        """New broker defaults (a dynamic broker config change): `default` for topics not in
+        `topic_configs`, and every log the effective config of its topic, in one pass."""
+        with self._lock:
+            self._default_config = default
+            self._topic_configs.update(topic_configs)
+            logs = list(self._logs.items())
+        for tp, lg in logs:
+            lg.update_config(topic_configs.get(tp.topic, default))
+
+    def set_producer_id_expiration_ms(self, expiration_ms: int) -> None:
+        """producer.id.expiration.ms changed (a dynamic broker config): for every log, and new ones."""
+        with self._lock:
+            self._producer_id_expiration_ms = expiration_ms
+            logs = list(self._logs.values())
+        for lg in logs:
+            lg.producer_state.max_producer_id_expiration_ms = expiration_ms
+
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Give every log of `topic` (and its future partitions) a new effective config."""
         with self._lock:
