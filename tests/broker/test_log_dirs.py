@@ -254,3 +254,30 @@ def test_a_failed_dir_answers_kafka_storage_error_and_a_broker_with_none_left_st
         assert "every log dir has failed" in broker.new_log_text()
     finally:
         broker.kill()
+
+
+def test_the_replica_move_throttle_changes_without_a_restart(two_dir_broker):
+    """replica.alter.log.dirs.io.max.bytes.per.second is a dynamic broker config, as in Kafka."""
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ConfigSource, ResourceType)
+
+    broker, _ = two_dir_broker
+    name = "replica.alter.log.dirs.io.max.bytes.per.second"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+    def change(value: str | None) -> None:
+        op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+        [future] = admin.incremental_alter_configs([ConfigResource(
+            ResourceType.BROKER, "0", incremental_configs=[ConfigEntry(name, value, incremental_operation=op)])]).values()
+        future.result(15)
+
+    def described():
+        [future] = admin.describe_configs([ConfigResource(ResourceType.BROKER, "0")]).values()
+        entry = future.result(15)[name]
+        return entry.value, entry.source, entry.is_read_only
+
+    assert described() == (str(2 << 20), ConfigSource.STATIC_BROKER_CONFIG.value, False)
+    change(str(5 << 20))
+    assert described() == (str(5 << 20), ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+    change(None)
+    assert described() == (str(2 << 20), ConfigSource.STATIC_BROKER_CONFIG.value, False)
