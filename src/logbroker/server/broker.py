@@ -577,6 +577,7 @@ class Broker:
         if self._share_groups is not None:
             self._share_groups.partition_manager.shutdown()
             await self._share_groups.persister.close()
+            await self._share_groups.offsets.partition_metadata.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.replica_log_dir_mover is not None:

@@ -122,6 +122,7 @@ class LogManager(FutureLogs):
         self._future_logs: dict[TopicPartition, Log] = {}
         self._preferred_dirs: dict[TopicPartition, Path] = {}
         self._lock = threading.RLock()
+        self._recovery_point_file_lock = threading.Lock()  # its writers run in several threads
         self._dir_locks: dict[Path, int] = {}
         self._had_clean_shutdown: dict[Path, bool] = {}
         self._started = False
@@ -490,10 +491,13 @@ class LogManager(FutureLogs):
 
     # --- checkpoints -----------------------------------------------------------------------
 
-    def checkpoint_recovery_points(self) -> None:
-        """Write recovery-point-offset-checkpoint in every online log dir. Blocks on disk."""
-        self._checkpoint(RECOVERY_POINT_CHECKPOINT_FILE,
-                         lambda logs: {lg.topic_partition: lg.recovery_point for lg in logs})
+    def checkpoint_recovery_points(self, log_dir: Path | None = None) -> None:
+        """Write recovery-point-offset-checkpoint in every online log dir (or in `log_dir` alone:
+        after a recovery checkpoint of one of its logs, log_flush.py). Blocks on disk."""
+        with self._recovery_point_file_lock:
+            self._checkpoint(RECOVERY_POINT_CHECKPOINT_FILE,
+                             lambda logs: {lg.topic_partition: lg.recovery_point for lg in logs},
+                             only=log_dir)
 
     def checkpoint_log_start_offsets(self) -> None:
         """Write log-start-offset-checkpoint in every online log dir: the logs whose start
@@ -507,11 +511,14 @@ class LogManager(FutureLogs):
         self._checkpoint(REPLICATION_OFFSET_CHECKPOINT_FILE,
                          lambda logs: {lg.topic_partition: lg.high_watermark for lg in logs})
 
-    def _checkpoint(self, name: str, entries) -> None:  # noqa: ANN001 - logs → offsets
-        """Write one checkpoint file in each online dir; a dir whose write fails with an I/O
-        error goes offline, a full one raises (the round is retried) after the others."""
+    def _checkpoint(self, name: str, entries, *, only: Path | None = None) -> None:  # noqa: ANN001
+        """Write one checkpoint file (`entries`: logs → offsets) in each online dir, or in `only`;
+        a dir whose write fails with an I/O error goes offline, a full one raises (the round is
+        retried) after the others."""
         full = None
         for log_dir, logs in self.logs_by_dir().items():
+            if only is not None and log_dir != only:
+                continue
             try:
                 OffsetCheckpointFile(log_dir / name).write(entries(logs))
             except KafkaStorageError as e:
@@ -560,8 +567,9 @@ class LogManager(FutureLogs):
 
     def _write_checkpoints_for_dir(self, log_dir: Path) -> None:
         logs = self.logs_by_dir().get(log_dir, [])
-        OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT_FILE).write(
-            {lg.topic_partition: lg.recovery_point for lg in logs})
+        with self._recovery_point_file_lock:
+            OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT_FILE).write(
+                {lg.topic_partition: lg.recovery_point for lg in logs})
         OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT_FILE).write(
             {lg.topic_partition: lg.log_start_offset for lg in logs
              if lg.log_start_offset > lg.segments[0].base_offset})
