@@ -83,6 +83,7 @@ class Broker:
         self.transaction_verifier: TransactionVerifier | None = None
         self.server: KafkaServer | None = None
         self.metrics = None  # server.metrics.MetricsServer when metrics.port is set
+        self.schema_registry = None  # schema_registry.server.SchemaRegistryServer when configured
         self.authorizer = None  # security.authorizer.AclAuthorizer when authorizer.class.name is set
         self.user_store = None  # metadata.zk_users.ZkUserScramStore on a cluster
         # Client quotas: the managers enforcing them, and where their configs live (the file
@@ -227,6 +228,11 @@ class Broker:
         if self.zk is not None:
             await self._join_cluster()
             self.server.start_accepting()
+        if self.config.schema_registry_listeners:
+            from logbroker.schema_registry.server import start_schema_registry
+            self.schema_registry = await start_schema_registry(self)
+            if self.metrics is not None:
+                self.metrics.registry.register(self.schema_registry.metrics)
         self._start_periodic_tasks()
 
     async def _load_dynamic_configs(self) -> None:
@@ -555,6 +561,8 @@ class Broker:
         if self.cluster is not None and self.config.controlled_shutdown_enable:
             from logbroker.server.controlled_shutdown import shut_down_in_a_controlled_way
             await shut_down_in_a_controlled_way(self)
+        if self.schema_registry is not None:
+            await self.schema_registry.close()
         if self.server is not None:
             await self.server.close()
         if self.metrics is not None:

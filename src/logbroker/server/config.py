@@ -130,6 +130,9 @@ class KafkaConfig:
     inter_broker_listener_name: str
     security_inter_broker_protocol: str
     metrics_port: int | None
+    schema_registry_listeners: list[str]
+    schema_registry_topic: str
+    schema_registry_topic_replication_factor: int
     # Security
     ssl_keystore_type: str
     ssl_keystore_location: str | None

@@ -10,6 +10,7 @@ into its type or raises ConfigError naming the key and what it expects.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,6 +50,15 @@ class BrokerConfigDef:
     default: object
     doc: str
     check: Callable[[object], str | None] | None = None
+
+
+# One schema.registry.listeners entry: scheme, host (empty: every interface), port.
+REGISTRY_URL = re.compile(r"^(https?)://\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)/?$")
+
+
+def _registry_urls(urls: object) -> str | None:
+    bad = [u for u in urls if not REGISTRY_URL.match(u)]  # type: ignore[union-attr]
+    return f"expected http://host:port or https://host:port, not {', '.join(bad)}" if bad else None
 
 
 def _known_assignors(names: object) -> str | None:
@@ -166,6 +176,16 @@ _BROKER_ONLY_DEFS = (
        "separated by semicolons (User:admin;User:ops)"),
     _D("metrics.port", "int", None, "logbroker only: port of the Prometheus /metrics endpoint "
        "(unset: no endpoint)", between(0, 65535)),
+    # Schema registry (logbroker only; Confluent's registry calls these listeners, kafkastore.topic
+    # and kafkastore.topic.replication.factor)
+    _D("schema.registry.listeners", "list", [], "logbroker only: URLs (http://host:port, "
+       "https://host:port) on which the broker serves Confluent Schema Registry's REST API; "
+       "empty: no registry", _registry_urls),
+    _D("schema.registry.topic", "string", "_schemas", "logbroker only: the compacted topic "
+       "holding the registry's schemas, configs and modes"),
+    _D("schema.registry.topic.replication.factor", "int", 3, "logbroker only: replication factor "
+       "of schema.registry.topic on a cluster (it is created once that many brokers are alive; a "
+       "single node uses 1)", at_least(1)),
     # Logs
     _D("log.dirs", "list", None, "data directories; overrides log.dir"),
     _D("log.dir", "string", None, "data directory when log.dirs is not set; logbroker's default "
