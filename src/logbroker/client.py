@@ -71,6 +71,29 @@ class ClientSecurity:
 PLAINTEXT = ClientSecurity()
 
 
+def client_security(properties: dict[str, str]):
+    """logbroker.client's ClientSecurity from client properties (security.protocol, sasl.mechanism,
+    sasl.username/sasl.password or sasl.jaas.config, ssl.ca.location or ssl.truststore.location
+    as PEM, ssl.endpoint.identification.algorithm)."""
+    protocol = properties.get("security.protocol", "PLAINTEXT").upper()
+    ssl_context = None
+    if protocol in ("SSL", "SASL_SSL"):
+        ssl_context = ssl.create_default_context(
+            cafile=properties.get("ssl.ca.location") or properties.get("ssl.truststore.location"))
+        if properties.get("ssl.endpoint.identification.algorithm", "https") in ("", "none"):
+            ssl_context.check_hostname = False
+    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return ClientSecurity(protocol, ssl_context)
+    username, password = properties.get("sasl.username", ""), properties.get("sasl.password", "")
+    jaas = properties.get("sasl.jaas.config")
+    if jaas and not username:
+        from logbroker.security.jaas import parse_jaas
+        options = parse_jaas(jaas)[2]
+        username, password = options.get("username", ""), options.get("password", "")
+    return ClientSecurity(protocol, ssl_context, properties.get("sasl.mechanism", "GSSAPI").upper(),
+                          username, password)
+
+
 def encode_request(body: Any, *, correlation_id: int, client_id: str) -> bytes:
     """A whole request frame: size prefix, request header (v1 or v2), then `body` (kio)."""
     cls = type(body)

@@ -27,6 +27,7 @@ from logbroker.errors import (
     InvalidRequiredAcksError,
     InvalidTxnStateError,
     KafkaError,
+    KafkaStorageError,
     NotEnoughReplicasAfterAppendError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
@@ -186,6 +187,8 @@ class ReplicaManager:
     def hosted_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
         if partition is None:
+            if self.log_manager.is_offline(tp):
+                raise KafkaStorageError(f"The log dir of {tp} on this broker is offline")
             raise UnknownTopicOrPartitionError(f"This server does not host {tp}")
         return partition
 
@@ -228,6 +231,9 @@ class ReplicaManager:
             except KafkaError as exc:
                 if isinstance(exc, _TXN_ERRORS):
                     log.warning("Append to %s refused: %s: %s", tp, exc.name, exc)
+                elif isinstance(exc, KafkaStorageError) and tp in self.partitions:
+                    # an I/O error (not a full disk) takes the log dir offline
+                    self.log_manager.maybe_fail_dir(self.partitions[tp].log.dir.parent, exc)
                 results[tp] = ProduceResult(exc)
                 continue
             except Exception as exc:  # noqa: BLE001 - a bug must not take the broker down
