@@ -50,6 +50,7 @@ class ClientSecurity:
     sasl_mechanism: str | None = None
     username: str = ""
     password: str = ""
+    token_auth: bool = False  # SCRAM with a delegation token: username its id, password its HMAC
 
 
 PLAINTEXT = ClientSecurity()
@@ -141,7 +142,8 @@ class KafkaConnection:
             return
         from logbroker.security.sasl import SaslFailed
         from logbroker.security.scram import ScramSaslClient
-        scram = ScramSaslClient(mechanism, security.username, security.password)
+        scram = ScramSaslClient(mechanism, security.username, security.password,
+                                token_auth=security.token_auth)
         try:
             final = scram.final_message(await self._sasl_token(scram.first_message()))
             scram.verify(await self._sasl_token(final))

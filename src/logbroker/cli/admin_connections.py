@@ -28,7 +28,8 @@ A = TypeVar("A", bound="AdminConnections")
 
 def client_security(properties: dict[str, str]):
     """logbroker.client's ClientSecurity from client properties (security.protocol, sasl.mechanism,
-    sasl.username/sasl.password or sasl.jaas.config, ssl.ca.location or ssl.truststore.location
+    sasl.username/sasl.password or sasl.jaas.config (with tokenauth="true" for a delegation
+    token, as Kafka's ScramLoginModule takes it), ssl.ca.location or ssl.truststore.location
     as PEM, ssl.endpoint.identification.algorithm)."""
     import ssl
 
@@ -44,12 +45,14 @@ def client_security(properties: dict[str, str]):
         return ClientSecurity(protocol, ssl_context)
     username, password = properties.get("sasl.username", ""), properties.get("sasl.password", "")
     jaas = properties.get("sasl.jaas.config")
+    token_auth = False
     if jaas and not username:
         from logbroker.security.jaas import parse_jaas
         options = parse_jaas(jaas)[2]
         username, password = options.get("username", ""), options.get("password", "")
+        token_auth = options.get("tokenauth", "false").lower() == "true"  # a delegation token
     return ClientSecurity(protocol, ssl_context, properties.get("sasl.mechanism", "GSSAPI").upper(),
-                          username, password)
+                          username, password, token_auth)
 
 
 class AdminConnections:

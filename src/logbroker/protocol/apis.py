@@ -171,6 +171,10 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 2, 2),
     ApiSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, 0),
     ApiSpec(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, 0),
+    ApiSpec(ApiKey.CREATE_DELEGATION_TOKEN, 1, 3, 2),  # KIP-48; kio has no v0 (gone in Kafka 4)
+    ApiSpec(ApiKey.RENEW_DELEGATION_TOKEN, 1, 2, 2),
+    ApiSpec(ApiKey.EXPIRE_DELEGATION_TOKEN, 1, 2, 2),
+    ApiSpec(ApiKey.DESCRIBE_DELEGATION_TOKEN, 1, 3, 2),
     ApiSpec(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, 1),
     ApiSpec(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, 1),
     ApiSpec(ApiKey.DESCRIBE_ACLS, 1, 3, 2),  # v0 (no pattern types) is gone from kio

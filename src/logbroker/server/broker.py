@@ -83,6 +83,8 @@ class Broker:
         self.metrics = None  # server.metrics.MetricsServer when metrics.port is set
         self.authorizer = None  # security.authorizer.AclAuthorizer when authorizer.class.name is set
         self.user_store = None  # metadata.zk_users.ZkUserScramStore on a cluster
+        self.token_store = None  # metadata.zk_delegation_tokens.ZkDelegationTokenStore on a cluster
+        self.delegation_tokens = None  # server.delegation_tokens.DelegationTokenManager
         # Client quotas: the managers enforcing them, and where their configs live (the file
         # store on a single node, metadata.zk_quotas.ZkClientQuotaStore on a cluster).
         self.client_quotas = None
@@ -154,6 +156,9 @@ class Broker:
             self.store = LocalMetadataStore(first_dir)
             topics = self.store.topics()
         await self._load_dynamic_configs()
+        from logbroker.server.delegation_tokens import DelegationTokenManager
+        self.delegation_tokens = DelegationTokenManager(config=self.config, clock=self.clock,
+                                                        store=self.token_store or self.store)
         self.log_manager = LogManager(self.log_dirs, default_config=self.default_log_config,
                                       clock=self.clock, broker_id=self.broker_id,
                                       cluster_id=self.store.cluster_id,
@@ -278,8 +283,11 @@ class Broker:
 
         def scram_credential(user: str, mechanism: str):
             return self.credential_store.scram_credential(user, mechanism)
+        def delegation_token(token_id: str, mechanism: str):
+            return self.delegation_tokens.scram_token(token_id, mechanism)
         return listener_security(config, name, scram_credential=scram_credential,
-                                 clock_ms=self.clock.monotonic_ms)
+                                 clock_ms=self.clock.monotonic_ms, delegation_token=delegation_token,
+                                 wall_clock_ms=self.clock.time_ms)
 
     async def _load_acls(self) -> None:
         """Load every ACL before the listeners open; on a cluster, then follow the change notices
@@ -323,6 +331,9 @@ class Broker:
         from logbroker.metadata.zk_users import ZkUserScramStore
         self.user_store = ZkUserScramStore(zk.client)
         await asyncio.get_running_loop().run_in_executor(None, self.user_store.watch)
+        from logbroker.metadata.zk_delegation_tokens import ZkDelegationTokenStore
+        self.token_store = ZkDelegationTokenStore(zk.client)
+        await asyncio.get_running_loop().run_in_executor(None, self.token_store.watch)
 
     async def _join_cluster(self) -> None:
         from logbroker.server.zk_cluster import ZooKeeperCluster
@@ -500,6 +511,9 @@ class Broker:
         self._every(min(c.connections_max_idle_ms, 30_000), self.server.close_idle_connections, "idle connections", in_thread=False)
         self._every(5000, self.host_unhosted_partitions, "unhosted partitions", in_thread=False)
         self._every(60_000, self.client_quotas.expire_sensors, "quota sensor expiration", in_thread=False)
+        if self.delegation_tokens.enabled:
+            self._every(c.delegation_token_expiry_check_interval_ms, self.delegation_tokens.purge_expired,
+                        "delegation token expiry")
         if self.cluster is not None:
             rm = self.replica_manager
             self._every(max(c.replica_lag_time_max_ms // 2, 10), lambda: rm.maybe_shrink_isr(c.replica_lag_time_max_ms),

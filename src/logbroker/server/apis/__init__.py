@@ -30,6 +30,8 @@ MODULES = (
     "controlled_shutdown", "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "txn_offset_commit",
     "describe_transactions", "list_transactions", "write_txn_markers", "describe_producers",
     "describe_client_quotas", "alter_client_quotas",
+    "create_delegation_token", "renew_delegation_token", "expire_delegation_token",
+    "describe_delegation_token",
     "consumer_group_heartbeat", "consumer_group_describe",
     "share_group_heartbeat", "share_group_describe", "share_fetch", "share_acknowledge",
     "initialize_share_group_state", "read_share_group_state", "write_share_group_state",
