@@ -239,3 +239,30 @@ def test_tokens_are_off_without_a_secret_key(tmp_path):
     with _sasl_broker(tmp_path, TOKEN_OVERRIDES) as broker:
         assert create(broker, "alice", error_only=True) == 61  # DELEGATION_TOKEN_AUTH_DISABLED
         assert describe(broker, "alice").error_code == 61
+
+
+def _tool(broker, tmp_path, user: str, *args: str) -> subprocess.CompletedProcess:
+    config = tmp_path / f"{user}.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                      f"sasl.username={user}\nsasl.password={user}-pw\n")
+    return subprocess.run([sys.executable, "-m", "logbroker.cli", "delegation-tokens",
+                           "--bootstrap-server", broker.bootstrap, "--command-config", str(config), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_delegation_tokens_tool_creates_renews_describes_and_expires(token_broker, tmp_path):
+    created = _tool(token_broker, tmp_path, "alice", "--create", "--renewer-principal", "User:bob")
+    assert created.returncode == 0, created.stderr
+    token_id = created.stdout.split("Created delegation token with tokenId : ")[1].split()[0]
+    row = next(line for line in created.stdout.splitlines() if line.startswith(token_id))
+    hmac_text, owner, requester, renewers = row.split()[1:5]
+    assert (owner, requester, renewers) == ("User:alice", "User:alice", "[User:bob]")
+    renewed = _tool(token_broker, tmp_path, "bob", "--renew", "--hmac", hmac_text, "--renew-time-period", "100000")
+    assert renewed.returncode == 0 and "Completed renew operation. New expiry date" in renewed.stdout
+    refused = _tool(token_broker, tmp_path, "carol", "--renew", "--hmac", hmac_text)
+    assert refused.returncode == 1 and "DELEGATION_TOKEN_OWNER_MISMATCH" in refused.stderr
+    described = _tool(token_broker, tmp_path, "alice", "--describe", "--owner-principal", "User:alice")
+    assert described.returncode == 0 and token_id in described.stdout
+    expired = _tool(token_broker, tmp_path, "alice", "--expire", "--hmac", hmac_text)
+    assert expired.returncode == 0 and "Completed expire operation" in expired.stdout
+    assert token_id not in _tool(token_broker, tmp_path, "alice", "--describe").stdout

@@ -21,6 +21,7 @@ COMMANDS = {
     "share-groups": ("logbroker.cli.share_groups", "share_groups"),
     "transactions": ("logbroker.cli.transactions", "transactions"),
     "users": ("logbroker.cli.users", "users"),
+    "delegation-tokens": ("logbroker.cli.delegation_tokens", "delegation_tokens"),
     "configs": ("logbroker.cli.configs", "configs"),
     "acls": ("logbroker.cli.acls", "acls"),
     "dev-cluster": ("logbroker.cli.dev_cluster", "dev_cluster"),
