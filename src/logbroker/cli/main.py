@@ -22,6 +22,7 @@ COMMANDS = {
     "transactions": ("logbroker.cli.transactions", "transactions"),
     "users": ("logbroker.cli.users", "users"),
     "delegation-tokens": ("logbroker.cli.delegation_tokens", "delegation_tokens"),
+    "client-metrics": ("logbroker.cli.client_metrics", "client_metrics"),
     "configs": ("logbroker.cli.configs", "configs"),
     "acls": ("logbroker.cli.acls", "acls"),
     "dev-cluster": ("logbroker.cli.dev_cluster", "dev_cluster"),

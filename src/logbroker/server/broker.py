@@ -85,6 +85,7 @@ class Broker:
         self.user_store = None  # metadata.zk_users.ZkUserScramStore on a cluster
         self.token_store = None  # metadata.zk_delegation_tokens.ZkDelegationTokenStore on a cluster
         self.delegation_tokens = None  # server.delegation_tokens.DelegationTokenManager
+        self.client_telemetry = None  # server.client_telemetry.ClientTelemetry (KIP-714)
         # Client quotas: the managers enforcing them, and where their configs live (the file
         # store on a single node, metadata.zk_quotas.ZkClientQuotaStore on a cluster).
         self.client_quotas = None
@@ -159,6 +160,10 @@ class Broker:
         from logbroker.server.delegation_tokens import DelegationTokenManager
         self.delegation_tokens = DelegationTokenManager(config=self.config, clock=self.clock,
                                                         store=self.token_store or self.store)
+        from logbroker.server.client_telemetry import ClientTelemetry
+        self.client_telemetry = ClientTelemetry(store=self.zk or self.store, clock=self.clock,
+                                                max_bytes=self.config.telemetry_max_bytes)
+        await asyncio.get_running_loop().run_in_executor(None, self.client_telemetry.reload)
         self.log_manager = LogManager(self.log_dirs, default_config=self.default_log_config,
                                       clock=self.clock, broker_id=self.broker_id,
                                       cluster_id=self.store.cluster_id,
@@ -511,6 +516,7 @@ class Broker:
         self._every(min(c.connections_max_idle_ms, 30_000), self.server.close_idle_connections, "idle connections", in_thread=False)
         self._every(5000, self.host_unhosted_partitions, "unhosted partitions", in_thread=False)
         self._every(60_000, self.client_quotas.expire_sensors, "quota sensor expiration", in_thread=False)
+        self._every(30_000, self.client_telemetry.expire_idle, "client telemetry expiration", in_thread=False)
         if self.delegation_tokens.enabled:
             self._every(c.delegation_token_expiry_check_interval_ms, self.delegation_tokens.purge_expired,
                         "delegation token expiry")

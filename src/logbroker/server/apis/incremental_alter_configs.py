@@ -53,7 +53,19 @@ async def handle(broker, request) -> dict:
         alter_broker=lambda resource: alter_broker(broker, resource.resource_name, resource.configs,
                                                    validate_only=body.validate_only),
         alter_group=lambda resource: group_configs.alter(broker, resource.resource_name, resource.configs,
-                                                         incremental=True, validate_only=body.validate_only))
+                                                         incremental=True, validate_only=body.validate_only),
+        alter_client_metrics=lambda resource: alter_client_metrics(broker, resource, validate_only=body.validate_only))
+
+
+async def alter_client_metrics(broker, resource, *, validate_only: bool) -> None:
+    """A client-metrics subscription (server/client_metrics_configs.py); APPEND / SUBTRACT on its
+    list keys (metrics, match)."""
+    from logbroker.server.apis._delegation_tokens import in_store_thread
+    telemetry = broker.client_telemetry
+    configs = apply_operations(telemetry.configs(resource.resource_name), resource.configs,
+                               list_typed=lambda key: key in ("metrics", "match"), current=lambda key: "")
+    await in_store_thread(broker, lambda: telemetry.set_configs(resource.resource_name, configs,
+                                                                validate_only=validate_only))
 
 
 async def alter_topic(broker, name: str, operations, *, validate_only: bool) -> None:
