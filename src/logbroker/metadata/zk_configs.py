@@ -87,6 +87,7 @@ class ZkConfigs(ZkSession):
         from logbroker.metadata.sanitizer import sanitize
         from logbroker.metadata.zk_quotas import change_entity_config
         with self._errors():
+            self._client.ensure_path(f"{zk.CONFIG}/client-metrics")  # a cluster's first subscription
             change_entity_config(self._client, f"client-metrics/{sanitize(name)}", lambda _old: dict(configs))
 
     def topic_configs(self, name: str) -> dict[str, str]:

@@ -80,8 +80,11 @@ class ZkDelegationTokenStore:
         for child in children:
             if child not in self._watched:
                 self._watched.add(child)
-                DataWatch(self._client, f"{TOKENS}/{child}",
-                          lambda data, stat, child=child: self._on_token(child, data, stat))
+                DataWatch(self._client, f"{TOKENS}/{child}", self._token_watcher(child))
+
+    def _token_watcher(self, token_id: str):
+        # Two parameters exactly: kazoo passes a third (the event) to a callback that takes more.
+        return lambda data, stat: self._on_token(token_id, data, stat)
 
     def _on_token(self, token_id: str, data: bytes | None, stat) -> bool | None:
         if stat is None:
