@@ -3,7 +3,7 @@ its pushes, and the metrics it pushed, kept for the Prometheus endpoint.
 
 A client calls GetTelemetrySubscriptions (with a zero instance id the first time: it is given
 one), and gets the union of the metric prefixes of every subscription that matches it, the
-shortest of their intervals, and a subscription id (CRC-32C of those, so it changes when they
+shortest of their intervals, and a subscription id (CRC-32 of those, so it changes when they
 do). It then pushes every interval. A push is refused, as in Kafka's ClientMetricsManager, with
 UNKNOWN_SUBSCRIPTION_ID when its id is not the one the subscriptions now give (the client asks
 again), THROTTLING_QUOTA_EXCEEDED when it comes sooner than the interval after the previous push
@@ -26,10 +26,10 @@ from __future__ import annotations
 import logging
 import struct
 import uuid
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-import crc32c
 
 from logbroker.errors import (
     InvalidConfigError,
@@ -127,7 +127,7 @@ class ClientTelemetry:
             prefixes = [""]
         interval_ms = min((s.interval_ms for s in matching if s.metrics), default=cm.DEFAULT_INTERVAL_MS)
         digest = f"{','.join(prefixes)}|{interval_ms}|{instance.instance_id}".encode()
-        subscription_id = struct.unpack(">i", struct.pack(">I", crc32c.crc32c(digest)))[0]
+        subscription_id = struct.unpack(">i", struct.pack(">I", zlib.crc32(digest)))[0]
         return ClientSubscription(subscription_id, tuple(prefixes), interval_ms)
 
     # -- GetTelemetrySubscriptions and PushTelemetry ----------------------------------------
