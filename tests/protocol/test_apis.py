@@ -22,6 +22,8 @@ def test_table_has_the_ranges_the_broker_implements():
         ApiKey.FETCH: (4, 17), ApiKey.LIST_OFFSETS: (1, 10), ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
         ApiKey.CREATE_TOPICS: (2, 7), ApiKey.DELETE_TOPICS: (1, 6), ApiKey.CREATE_PARTITIONS: (0, 3),
         ApiKey.DESCRIBE_CONFIGS: (1, 4), ApiKey.ALTER_CONFIGS: (0, 2),
+        ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2), ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
         ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.DESCRIBE_CLUSTER: (0, 2),
         ApiKey.DELETE_RECORDS: (0, 2), ApiKey.INIT_PRODUCER_ID: (0, 4),
         ApiKey.OFFSET_COMMIT: (2, 10), ApiKey.OFFSET_FETCH: (1, 10), ApiKey.FIND_COORDINATOR: (0, 6),

@@ -25,9 +25,11 @@ COMMANDS = {
     "client-metrics": ("logbroker.cli.client_metrics", "client_metrics"),
     "configs": ("logbroker.cli.configs", "configs"),
     "acls": ("logbroker.cli.acls", "acls"),
+    "schemas": ("logbroker.cli.schemas", "schemas"),
     "dev-cluster": ("logbroker.cli.dev_cluster", "dev_cluster"),
     "leader-election": ("logbroker.cli.leader_election", "leader_election"),
     "reassign-partitions": ("logbroker.cli.reassign_partitions", "reassign_partitions"),
+    "log-dirs": ("logbroker.cli.log_dirs", "log_dirs"),
 }
 
 

@@ -11,10 +11,14 @@ forgetting others; epoch -1 closes it and releases what it holds. A non-zero epo
 session is SHARE_SESSION_NOT_FOUND, a wrong one INVALID_SHARE_SESSION_EPOCH; either leaves the
 session as it was.
 
-Order of work, and why: acknowledgements are applied and the resulting state is written through
-the persister (acks=-1 on `__share_group_state`) *before* the response says they succeeded, so
-a restart never redelivers an acknowledged record; acquisition is not persisted (a restart makes
-acquired records available again, which is what the client expects of a lost lock). When nothing
+Order of work, and why: a state change (acknowledgements, a lock expiry, a member's records
+released) is written through the persister (acks=-1 on `__share_group_state`) *before* it is
+applied and before the response says it succeeded, so a restart never redelivers an acknowledged
+record, and a write that fails leaves the records as they were (the client hears the error; an
+expired lock is retried after a backoff). Writes of one share-partition go one at a time, each
+the state the previous one left plus its own change, so a failed write never leaks into a later
+one. Acquisition is not persisted (a restart makes acquired records available again, which is
+what the client expects of a lost lock). When nothing
 can be acquired the fetch waits in the fetch purgatory, woken by appends to the partition and by
 released records (lock expiry, RELEASE, a member leaving), up to its max wait.
 
@@ -31,12 +35,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logbroker.clock import Clock
-from logbroker.coordinator.share_partition import AcquiredRecords, LogBatch, SharePartition
+from logbroker.coordinator.share_partition import AcquiredRecords, LogBatch, SharePartition, Transition
 from logbroker.coordinator.share_persister import SharePersister
 from logbroker.coordinator.share_state_log import SharePartitionKey, ShareSnapshot
 from logbroker.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    FencedLeaderEpochError,
     FencedStateEpochError,
     InvalidRequestError,
     InvalidShareSessionEpochError,
@@ -51,6 +56,7 @@ from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.share.SharePartitionManager")
 
+RETRY_EXPIRY_S = 1.0  # after a failed write of released locks
 FINAL_SHARE_SESSION_EPOCH = -1
 INITIAL_SHARE_SESSION_EPOCH = 0
 
@@ -96,6 +102,7 @@ class SharePartitionManager:
         # share.isolation.level == read_committed, read with the share-partition's other group
         # configs when it is loaded (a group config read may block on ZooKeeper).
         self._read_committed: dict[tuple[str, TopicPartition], bool] = {}
+        self._write_locks: dict[tuple[str, TopicPartition], asyncio.Lock] = {}
         self._background: set[asyncio.Task] = set()
 
     # -- share sessions -----------------------------------------------------------------------
@@ -148,8 +155,8 @@ class SharePartitionManager:
 
     def _release_member(self, group_id: str, tp: TopicPartition, member_id: str) -> None:
         sp = self.share_partitions.get((group_id, tp))
-        if sp is not None and sp.release_member(member_id):
-            self._state_changed(sp)
+        if sp is not None and (transition := sp.release_member(member_id)) is not None:
+            self._in_background(sp, transition, "release the records of a member that left")
 
     # -- share-partitions -----------------------------------------------------------------------
     def key_of(self, group_id: str, tp: TopicPartition) -> SharePartitionKey:
@@ -180,11 +187,12 @@ class SharePartitionManager:
 
     async def _load(self, group_id: str, tp: TopicPartition, partition) -> SharePartition:
         key = self.key_of(group_id, tp)
-        snapshot = await self.persister.read(key)
+        leader_epoch = partition.leader_epoch
+        snapshot = await self.persister.read(key, leader_epoch=leader_epoch)
         if snapshot is None or snapshot.start_offset < 0:
             reset = self._group_config(group_id, "share.auto.offset.reset")
             start = partition.log.log_start_offset if reset == "earliest" else partition.high_watermark
-            snapshot = ShareSnapshot(0, 0, partition.leader_epoch, start)
+            snapshot = ShareSnapshot(0, 0, leader_epoch, start)
             await self.persister.write(key, snapshot)
             log.info("Initialized share-partition %s-%s at offset %d (share.auto.offset.reset=%s)",
                      group_id, tp, start, reset)
@@ -192,7 +200,7 @@ class SharePartitionManager:
             log.info("Loaded share-partition %s-%s at start offset %d", group_id, tp, snapshot.start_offset)
         sp = SharePartition(
             group_id=group_id, tp=tp, start_offset=max(snapshot.start_offset, partition.log.log_start_offset),
-            state_batches=list(snapshot.state_batches), state_epoch=snapshot.state_epoch,
+            state_batches=list(snapshot.state_batches), state_epoch=snapshot.state_epoch, leader_epoch=leader_epoch,
             delivery_count_limit=self.config.group_share_delivery_count_limit,
             max_in_flight_records=self.config.group_share_partition_max_record_locks,
             lock_duration_ms=int(self._group_config(group_id, "share.record.lock.duration.ms")), clock=self.clock)
@@ -200,33 +208,52 @@ class SharePartitionManager:
             self._group_config(group_id, "share.isolation.level") == "read_committed"
         return sp
 
-    async def persist(self, sp: SharePartition) -> None:
-        """Write the share-partition's state; returns once the share coordinator has it. A state
-        fenced by a newer epoch (its offsets were altered) is dropped and reloaded on next use."""
-        partition = self.replica_manager.partitions.get(sp.tp)
-        leader_epoch = partition.leader_epoch if partition is not None else -1
+    async def apply(self, sp: SharePartition, transition: Transition) -> None:
+        """Persist the state `transition` leads to, then commit it; when the write fails, abort it
+        (the records stay as they were) and raise. A state fenced by a newer state or leader epoch
+        (its offsets were altered, or another broker leads the partition now) is dropped and
+        reloaded on next use."""
+        key = (sp.group_id, sp.tp)
+        lock = self._write_locks.setdefault(key, asyncio.Lock())
+        try:
+            async with lock:
+                await self.persist(sp, transition)
+        except BaseException:
+            sp.abort(transition)
+            raise
+        sp.commit(transition)
+
+    async def persist(self, sp: SharePartition, transition: Transition | None = None) -> None:
+        """Write the share-partition's state (with `transition` applied); returns once the share
+        coordinator has it."""
+        start_offset, batches = sp.persisted_state(transition)
         try:
             await self.persister.write(self.key_of(sp.group_id, sp.tp), ShareSnapshot(
-                0, sp.state_epoch, leader_epoch, sp.start_offset, tuple(sp.state_batches())))
-        except FencedStateEpochError:
+                0, sp.state_epoch, sp.leader_epoch, start_offset, tuple(batches)))
+        except (FencedStateEpochError, FencedLeaderEpochError):
             if self.share_partitions.get((sp.group_id, sp.tp)) is sp:
                 self.drop(sp.group_id, sp.tp)
             raise
 
-    def _state_changed(self, sp: SharePartition) -> None:
-        """Records became available again: persist in the background (the delivery counts) and
-        wake the fetches waiting on the partition."""
+    def _in_background(self, sp: SharePartition, transition: Transition, what: str) -> None:
+        """Apply a transition no client waits for (records released), then wake the fetches
+        waiting on the partition; a failed write is logged, and expired locks are retried."""
         async def store() -> None:
+            retry_after_s = 0.0
             try:
-                await self.persist(sp)
+                await self.apply(sp, transition)
             except KafkaError as exc:
-                log.warning("Failed to persist share-partition %s-%s: %s", sp.group_id, sp.tp, exc)
+                log.warning("Failed to persist share-partition %s-%s to %s; the records stay as they were: %s",
+                            sp.group_id, sp.tp, what, exc)
+                retry_after_s = RETRY_EXPIRY_S
+            self.replica_manager.fetch_purgatory.check_and_complete(sp.tp)
+            if self.share_partitions.get((sp.group_id, sp.tp)) is sp:
+                self._arm_lock_timer(sp, min_delay_s=retry_after_s)
         task = asyncio.get_running_loop().create_task(store())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        self.replica_manager.fetch_purgatory.check_and_complete(sp.tp)
 
-    def _arm_lock_timer(self, sp: SharePartition) -> None:
+    def _arm_lock_timer(self, sp: SharePartition, *, min_delay_s: float = 0.0) -> None:
         deadline = sp.next_lock_deadline_ms()
         key = (sp.group_id, sp.tp)
         timer = self._timers.pop(key, None)
@@ -234,44 +261,44 @@ class SharePartitionManager:
             timer.cancel()
         if deadline is None:
             return
-        delay_s = max(deadline - self.clock.monotonic_ms(), 0) / 1000
+        delay_s = max((deadline - self.clock.monotonic_ms()) / 1000, min_delay_s, 0)
         self._timers[key] = asyncio.get_running_loop().call_later(delay_s, self._locks_expired, sp)
 
     def _locks_expired(self, sp: SharePartition) -> None:
         self._timers.pop((sp.group_id, sp.tp), None)
         if self.share_partitions.get((sp.group_id, sp.tp)) is not sp:
             return
-        expired = sp.expire_locks()
-        if expired:
-            log.info("Released %d record(s) of share-partition %s-%s whose acquisition lock expired",
-                     expired, sp.group_id, sp.tp)
-            self._state_changed(sp)
-        self._arm_lock_timer(sp)
+        transition = sp.expire_locks()
+        if transition is None:  # early, or the expired locks are being released already
+            self._arm_lock_timer(sp)
+            return
+        log.info("Releasing %d record(s) of share-partition %s-%s whose acquisition lock expired",
+                 len(transition.states), sp.group_id, sp.tp)
+        self._in_background(sp, transition, "release expired acquisition locks")
 
     # -- acknowledging ----------------------------------------------------------------------
     async def acknowledge(self, group_id: str, member_id: str,
                           acknowledgements: dict[TopicPartition, list[tuple[int, int, list[int]]]]
                           ) -> dict[TopicPartition, KafkaError | None]:
-        """Apply each partition's acknowledgements and persist them; per partition the error."""
-        results: dict[TopicPartition, KafkaError | None] = {}
-        changed: list[SharePartition] = []
-        for tp, batches in acknowledgements.items():
+        """Persist each partition's acknowledgements, then apply them; per partition the error
+        (a partition whose write failed keeps its records as they were)."""
+        async def one(tp: TopicPartition, batches) -> KafkaError | None:
             try:
                 sp = await self.share_partition(group_id, tp)
-                sp.acknowledge(member_id, batches)
+                transition = sp.acknowledge(member_id, batches)
+                if transition is None:  # nothing to change (a GAP over settled offsets)
+                    return None
+                try:
+                    await self.apply(sp, transition)
+                finally:
+                    self._arm_lock_timer(sp)
+                    self.replica_manager.fetch_purgatory.check_and_complete(sp.tp)
             except KafkaError as exc:
-                results[tp] = exc
-                continue
-            results[tp] = None
-            changed.append(sp)
-        for sp in changed:
-            try:
-                await self.persist(sp)
-            except KafkaError as exc:
-                results[sp.tp] = exc
-            self._arm_lock_timer(sp)
-            self.replica_manager.fetch_purgatory.check_and_complete(sp.tp)
-        return results
+                return exc
+            return None
+        tps = list(acknowledgements)
+        errors = await asyncio.gather(*(one(tp, acknowledgements[tp]) for tp in tps))
+        return dict(zip(tps, errors))
 
     # -- acquiring ----------------------------------------------------------------------------
     async def acquire(self, group_id: str, member_id: str, partitions: list[TopicPartition], *,
@@ -379,6 +406,7 @@ class SharePartitionManager:
         """Forget a share-partition held here (its state was altered or deleted): the next fetch
         loads it again."""
         self.share_partitions.pop((group_id, tp), None)
+        self._write_locks.pop((group_id, tp), None)
         self._read_committed.pop((group_id, tp), None)
         timer = self._timers.pop((group_id, tp), None)
         if timer is not None:

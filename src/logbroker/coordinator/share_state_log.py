@@ -65,6 +65,31 @@ class ShareSnapshot:
     state_batches: tuple[StateBatch, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ShareStateSummary:
+    """What ReadShareGroupStateSummary gives: the epochs and start offset, and how many offsets at
+    or past the start offset are settled (acknowledged or archived); -1s for a key never
+    initialized."""
+
+    state_epoch: int = -1
+    leader_epoch: int = -1
+    start_offset: int = -1
+    delivery_complete_count: int = -1
+
+
+_SETTLED_STATES = (2, 4)  # ACKNOWLEDGED, ARCHIVED
+_INT32_MAX = 2**31 - 1
+
+
+def summary_of(snapshot: ShareSnapshot | None) -> ShareStateSummary:
+    if snapshot is None:
+        return ShareStateSummary()
+    complete = sum(max(b.last_offset - max(b.first_offset, snapshot.start_offset) + 1, 0)
+                   for b in snapshot.state_batches if b.state in _SETTLED_STATES)
+    return ShareStateSummary(snapshot.state_epoch, snapshot.leader_epoch, snapshot.start_offset,
+                             min(complete, _INT32_MAX))  # an int32 on the wire
+
+
 def partition_for(key: SharePartitionKey, num_partitions: int) -> int:
     return hash_partition(key.coordinator_key(), num_partitions)
 

@@ -153,6 +153,9 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, 4),
     ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, 2),
     ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 3, 2),
+    ApiSpec(ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2, 2),  # v0 is gone in Kafka 4
+    ApiSpec(ApiKey.DESCRIBE_LOG_DIRS, 1, 4, 2),  # v5 (KIP-1066 cordoned dirs) is newer than 4.2
+    ApiSpec(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, 0),
     ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, 1),
     ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 2, 0),
     ApiSpec(ApiKey.OFFSET_COMMIT, 2, 10, 8),

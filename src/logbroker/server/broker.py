@@ -33,6 +33,7 @@ from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.metadata_cache import MetadataCache
 from logbroker.metadata.model import BrokerInfo, PartitionState, TopicInfo, new_topic_id
 from logbroker.replication.replica_manager import ReplicaManager
+from logbroker.server.replica_log_dir_mover import ReplicaLogDirMover
 from logbroker.replication.replica_selector import (
     RACK_AWARE_REPLICA_SELECTOR,
     ClientMetadata,
@@ -73,6 +74,7 @@ class Broker:
         self.cluster = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.replica_log_dir_mover: ReplicaLogDirMover | None = None
         self.controller: Controller | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
@@ -81,6 +83,7 @@ class Broker:
         self.transaction_verifier: TransactionVerifier | None = None
         self.server: KafkaServer | None = None
         self.metrics = None  # server.metrics.MetricsServer when metrics.port is set
+        self.schema_registry = None  # schema_registry.server.SchemaRegistryServer when configured
         self.authorizer = None  # security.authorizer.AclAuthorizer when authorizer.class.name is set
         self.user_store = None  # metadata.zk_users.ZkUserScramStore on a cluster
         self.token_store = None  # metadata.zk_delegation_tokens.ZkDelegationTokenStore on a cluster
@@ -95,6 +98,7 @@ class Broker:
         self.default_log_config: LogConfig = config.default_log_config()
         self._tasks: list[asyncio.Task] = []
         self._stopped = asyncio.Event()
+        self._stop_requested = asyncio.Event()  # a signal, or every log dir failed
 
     # -- what the APIs read -----------------------------------------------------------------
     @property
@@ -172,6 +176,10 @@ class Broker:
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)
         self.replica_manager.partition_exists = self._partition_exists
+        self.replica_log_dir_mover = ReplicaLogDirMover(self)
+        loop = asyncio.get_running_loop()
+        self.log_manager.on_dir_failure = (
+            lambda log_dir, tps: loop.call_soon_threadsafe(self._on_dir_failure, log_dir, tps))
         if self.config.replica_selector_class == RACK_AWARE_REPLICA_SELECTOR:
             self.replica_manager.preferred_read_replica = self._preferred_read_replica
         if self.zk is None:
@@ -230,6 +238,11 @@ class Broker:
         if self.zk is not None:
             await self._join_cluster()
             self.server.start_accepting()
+        if self.config.schema_registry_listeners:
+            from logbroker.schema_registry.server import start_schema_registry
+            self.schema_registry = await start_schema_registry(self)
+            if self.metrics is not None:
+                self.metrics.registry.register(self.schema_registry.metrics)
         self._start_periodic_tasks()
 
     async def _load_dynamic_configs(self) -> None:
@@ -374,6 +387,19 @@ class Broker:
         info = self.inter_broker_endpoint(broker_id)
         return (info.host, info.port) if info is not None else None
 
+    def _on_dir_failure(self, log_dir: Path, tps: list[TopicPartition]) -> None:
+        """A log dir went offline (LogManager.maybe_fail_dir): stop hosting its partitions and,
+        on a cluster, tell the controller (Kafka's /log_dir_event_notification), which moves
+        their leadership to other brokers. With no log dir left, stop the broker. Event loop."""
+        self.replica_manager.stop_replicas(tps, delete=False)
+        for tp in tps:
+            self.replica_log_dir_mover.cancel(tp)
+        if self.cluster is not None:
+            self.cluster.notify_log_dir_failure()
+        if self.log_manager.offline_dirs.keys() >= set(self.log_manager.log_dirs):
+            log.error("Shutting down broker %d: every log dir has failed", self.broker_id)
+            self._stop_requested.set()
+
     def _bound_port(self, name: str) -> int:
         return next((l.port for l in self.listeners if l.name == name), self.listeners[0].port)
 
@@ -484,6 +510,8 @@ class Broker:
         partition = self.replica_manager.partitions.get(tp)
         if partition is not None and state.leader_epoch <= partition.leader_epoch:
             return
+        if self.log_manager.is_offline(tp):  # its log dir failed: not hosted until a restart
+            return
         replicas = info.assignment[tp.partition]
         config = self.topic_log_config(info)
         if state.leader == self.broker_id:
@@ -553,6 +581,8 @@ class Broker:
         if self.cluster is not None and self.config.controlled_shutdown_enable:
             from logbroker.server.controlled_shutdown import shut_down_in_a_controlled_way
             await shut_down_in_a_controlled_way(self)
+        if self.schema_registry is not None:
+            await self.schema_registry.close()
         if self.server is not None:
             await self.server.close()
         if self.metrics is not None:
@@ -575,17 +605,22 @@ class Broker:
         if self._share_groups is not None:
             self._share_groups.partition_manager.shutdown()
             await self._share_groups.persister.close()
+            await self._share_groups.offsets.partition_metadata.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
+        if self.replica_log_dir_mover is not None:
+            await self.replica_log_dir_mover.close()
         if self.log_manager is not None:
             self.log_manager.shutdown()
         self._stopped.set()
         log.info("Broker %d shut down cleanly", self.broker_id)
 
-    async def serve_until_signalled(self) -> None:
+    async def serve_until_signalled(self) -> int:
+        """Serve until SIGTERM or SIGINT (then 0), or until every log dir has failed (then 1,
+        as Kafka halts such a broker), and shut down."""
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+            loop.add_signal_handler(sig, self._stop_requested.set)
+        await self._stop_requested.wait()
         await self.shutdown()
+        return 1 if self.log_manager.offline_dirs.keys() >= set(self.log_manager.log_dirs) else 0

@@ -130,6 +130,9 @@ class KafkaConfig:
     inter_broker_listener_name: str
     security_inter_broker_protocol: str
     metrics_port: int | None
+    schema_registry_listeners: list[str]
+    schema_registry_topic: str
+    schema_registry_topic_replication_factor: int
     # Security
     ssl_keystore_type: str
     ssl_keystore_location: str | None
@@ -209,6 +212,7 @@ class KafkaConfig:
     log_cleaner_max_compaction_lag_ms: int
     # Replication
     replica_lag_time_max_ms: int
+    replica_alter_log_dirs_io_max_bytes_per_second: int
     replica_fetch_max_bytes: int
     replica_fetch_min_bytes: int
     replica_fetch_wait_max_ms: int
@@ -234,6 +238,7 @@ class KafkaConfig:
     max_connections_per_ip: int
     max_connections_per_ip_overrides: str
     queued_max_requests: int
+    max_request_partition_size_limit: int
     request_timeout_ms: int
     # Client quotas
     quota_window_num: int

@@ -10,6 +10,7 @@ into its type or raises ConfigError naming the key and what it expects.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,6 +50,15 @@ class BrokerConfigDef:
     default: object
     doc: str
     check: Callable[[object], str | None] | None = None
+
+
+# One schema.registry.listeners entry: scheme, host (empty: every interface), port.
+REGISTRY_URL = re.compile(r"^(https?)://\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)/?$")
+
+
+def _registry_urls(urls: object) -> str | None:
+    bad = [u for u in urls if not REGISTRY_URL.match(u)]  # type: ignore[union-attr]
+    return f"expected http://host:port or https://host:port, not {', '.join(bad)}" if bad else None
 
 
 def _known_assignors(names: object) -> str | None:
@@ -166,6 +176,16 @@ _BROKER_ONLY_DEFS = (
        "separated by semicolons (User:admin;User:ops)"),
     _D("metrics.port", "int", None, "logbroker only: port of the Prometheus /metrics endpoint "
        "(unset: no endpoint)", between(0, 65535)),
+    # Schema registry (logbroker only; Confluent's registry calls these listeners, kafkastore.topic
+    # and kafkastore.topic.replication.factor)
+    _D("schema.registry.listeners", "list", [], "logbroker only: URLs (http://host:port, "
+       "https://host:port) on which the broker serves Confluent Schema Registry's REST API; "
+       "empty: no registry", _registry_urls),
+    _D("schema.registry.topic", "string", "_schemas", "logbroker only: the compacted topic "
+       "holding the registry's schemas, configs and modes"),
+    _D("schema.registry.topic.replication.factor", "int", 3, "logbroker only: replication factor "
+       "of schema.registry.topic on a cluster (it is created once that many brokers are alive; a "
+       "single node uses 1)", at_least(1)),
     # Logs
     _D("log.dirs", "list", None, "data directories; overrides log.dir"),
     _D("log.dir", "string", None, "data directory when log.dirs is not set; logbroker's default "
@@ -209,6 +229,8 @@ _BROKER_ONLY_DEFS = (
     # Replication
     _D("replica.lag.time.max.ms", "long", 30_000,
        "a follower not caught up for this long leaves the ISR"),
+    _D("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX,
+       "bytes per second all replica moves between log dirs together may copy", at_least(1)),
     _D("replica.fetch.max.bytes", "int", 1_048_576, "bytes per partition a follower asks for",
        at_least(0)),
     _D("replica.fetch.min.bytes", "int", 1, "bytes a follower's fetch waits for"),
@@ -252,6 +274,8 @@ _BROKER_ONLY_DEFS = (
        "closed at once", at_least(0)),
     _D("max.connections.per.ip.overrides", "string", "",
        "per-IP or per-host limits that replace max.connections.per.ip: host:count,host:count"),
+    _D("max.request.partition.size.limit", "int", 2000,
+       "most partitions one DescribeTopicPartitions answer holds", at_least(1)),
     _D("queued.max.requests", "int", 500,
        "requests queued per connection before reading from it pauses", at_least(1)),
     _D("request.timeout.ms", "int", 30_000, "timeout of the broker's own outbound requests"),
@@ -382,7 +406,7 @@ leader.replication.throttled.rate log.dir.failure.timeout.ms log.initial.task.de
 log.local.retention.bytes log.local.retention.ms log.message.format.version
 max.connection.creation.rate max.connections max.connections.per.ip
 max.connections.per.ip.overrides max.incremental.fetch.session.cache.slots
-max.request.partition.size.limit metadata.log.dir metadata.log.max.record.bytes.between.snapshots
+metadata.log.dir metadata.log.max.record.bytes.between.snapshots
 metadata.log.max.snapshot.interval.ms metadata.log.segment.bytes metadata.log.segment.min.bytes
 metadata.log.segment.ms metadata.max.idle.interval.ms metadata.max.retention.bytes
 metadata.max.retention.ms metric.reporters metrics.num.samples metrics.recording.level
@@ -406,7 +430,7 @@ remote.log.metadata.manager.impl.prefix remote.log.metadata.manager.listener.nam
 remote.log.reader.max.pending.tasks remote.log.reader.threads
 remote.log.storage.manager.class.name remote.log.storage.manager.class.path
 remote.log.storage.manager.impl.prefix remote.log.storage.system.enable
-replica.alter.log.dirs.io.max.bytes.per.second replica.selector.class
+replica.selector.class
 replica.socket.receive.buffer.bytes replica.socket.timeout.ms replication.quota.window.num
 replication.quota.window.size.seconds reserved.broker.max.id sasl.client.callback.handler.class
 sasl.enabled.mechanisms sasl.jaas.config sasl.kerberos.kinit.cmd

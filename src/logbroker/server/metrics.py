@@ -120,6 +120,11 @@ class TimeReservoir:
         self.count = 0
         self.sum_s = 0.0
 
+    def add(self, seconds: float) -> None:
+        self.samples[self.count & (RESERVOIR_SIZE - 1)] = seconds
+        self.count += 1
+        self.sum_s += seconds
+
     def quantiles(self) -> list[tuple[float, float]]:
         """(quantile, seconds) over the samples held; empty before the first request."""
         held = sorted(self.samples[:min(self.count, RESERVOIR_SIZE)])
@@ -288,10 +293,7 @@ class TimedHandler:
         try:
             return await coroutine
         finally:
-            elapsed = perf_counter() - start
-            times.samples[times.count & (RESERVOIR_SIZE - 1)] = elapsed
-            times.count += 1
-            times.sum_s += elapsed
+            times.add(perf_counter() - start)
 
 
 # -- scrape time ------------------------------------------------------------------------------

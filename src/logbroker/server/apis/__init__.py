@@ -30,6 +30,7 @@ MODULES = (
     "controlled_shutdown", "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "txn_offset_commit",
     "describe_transactions", "list_transactions", "write_txn_markers", "describe_producers",
     "describe_client_quotas", "alter_client_quotas",
+    "describe_log_dirs", "alter_replica_log_dirs", "describe_topic_partitions",
     "create_delegation_token", "renew_delegation_token", "expire_delegation_token",
     "describe_delegation_token", "get_telemetry_subscriptions", "push_telemetry",
     "list_config_resources",
