@@ -266,3 +266,15 @@ def test_the_delegation_tokens_tool_creates_renews_describes_and_expires(token_b
     expired = _tool(token_broker, tmp_path, "alice", "--expire", "--hmac", hmac_text)
     assert expired.returncode == 0 and "Completed expire operation" in expired.stdout
     assert token_id not in _tool(token_broker, tmp_path, "alice", "--describe").stdout
+
+
+def test_with_an_authorizer_only_owners_renewers_and_acls_see_or_make_tokens(tmp_path):
+    overrides = {**TOKEN_OVERRIDES, "delegation.token.secret.key": "cluster-secret",
+                 "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:admin"}
+    with _sasl_broker(tmp_path, overrides) as broker:
+        token = create(broker, "alice", renewers=("bob",))
+        assert token.error_code == 0
+        for user, sees in (("alice", True), ("bob", True), ("carol", False)):
+            assert (token.token_id in {t.token_id for t in describe(broker, user).tokens}) == sees, user
+        # KIP-373: a token for another owner needs CreateTokens on that user.
+        assert create(broker, "alice", owner="carol", error_only=True) == 65  # DELEGATION_TOKEN_AUTHORIZATION_FAILED
