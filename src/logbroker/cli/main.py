@@ -21,6 +21,8 @@ COMMANDS = {
     "share-groups": ("logbroker.cli.share_groups", "share_groups"),
     "transactions": ("logbroker.cli.transactions", "transactions"),
     "users": ("logbroker.cli.users", "users"),
+    "delegation-tokens": ("logbroker.cli.delegation_tokens", "delegation_tokens"),
+    "client-metrics": ("logbroker.cli.client_metrics", "client_metrics"),
     "configs": ("logbroker.cli.configs", "configs"),
     "acls": ("logbroker.cli.acls", "acls"),
     "schemas": ("logbroker.cli.schemas", "schemas"),

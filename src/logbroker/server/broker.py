@@ -86,6 +86,9 @@ class Broker:
         self.schema_registry = None  # schema_registry.server.SchemaRegistryServer when configured
         self.authorizer = None  # security.authorizer.AclAuthorizer when authorizer.class.name is set
         self.user_store = None  # metadata.zk_users.ZkUserScramStore on a cluster
+        self.token_store = None  # metadata.zk_delegation_tokens.ZkDelegationTokenStore on a cluster
+        self.delegation_tokens = None  # server.delegation_tokens.DelegationTokenManager
+        self.client_telemetry = None  # server.client_telemetry.ClientTelemetry (KIP-714)
         # Client quotas: the managers enforcing them, and where their configs live (the file
         # store on a single node, metadata.zk_quotas.ZkClientQuotaStore on a cluster).
         self.client_quotas = None
@@ -158,6 +161,13 @@ class Broker:
             self.store = LocalMetadataStore(first_dir)
             topics = self.store.topics()
         await self._load_dynamic_configs()
+        from logbroker.server.delegation_tokens import DelegationTokenManager
+        self.delegation_tokens = DelegationTokenManager(config=self.config, clock=self.clock,
+                                                        store=self.token_store or self.store)
+        from logbroker.server.client_telemetry import ClientTelemetry
+        self.client_telemetry = ClientTelemetry(store=self.zk or self.store, clock=self.clock,
+                                                max_bytes=self.config.telemetry_max_bytes)
+        await asyncio.get_running_loop().run_in_executor(None, self.client_telemetry.reload)
         self.log_manager = LogManager(self.log_dirs, default_config=self.default_log_config,
                                       clock=self.clock, broker_id=self.broker_id,
                                       cluster_id=self.store.cluster_id,
@@ -291,8 +301,11 @@ class Broker:
 
         def scram_credential(user: str, mechanism: str):
             return self.credential_store.scram_credential(user, mechanism)
+        def delegation_token(token_id: str, mechanism: str):
+            return self.delegation_tokens.scram_token(token_id, mechanism)
         return listener_security(config, name, scram_credential=scram_credential,
-                                 clock_ms=self.clock.monotonic_ms)
+                                 clock_ms=self.clock.monotonic_ms, delegation_token=delegation_token,
+                                 wall_clock_ms=self.clock.time_ms)
 
     async def _load_acls(self) -> None:
         """Load every ACL before the listeners open; on a cluster, then follow the change notices
@@ -336,6 +349,9 @@ class Broker:
         from logbroker.metadata.zk_users import ZkUserScramStore
         self.user_store = ZkUserScramStore(zk.client)
         await asyncio.get_running_loop().run_in_executor(None, self.user_store.watch)
+        from logbroker.metadata.zk_delegation_tokens import ZkDelegationTokenStore
+        self.token_store = ZkDelegationTokenStore(zk.client)
+        await asyncio.get_running_loop().run_in_executor(None, self.token_store.watch)
 
     async def _join_cluster(self) -> None:
         from logbroker.server.zk_cluster import ZooKeeperCluster
@@ -528,6 +544,10 @@ class Broker:
         self._every(min(c.connections_max_idle_ms, 30_000), self.server.close_idle_connections, "idle connections", in_thread=False)
         self._every(5000, self.host_unhosted_partitions, "unhosted partitions", in_thread=False)
         self._every(60_000, self.client_quotas.expire_sensors, "quota sensor expiration", in_thread=False)
+        self._every(30_000, self.client_telemetry.expire_idle, "client telemetry expiration", in_thread=False)
+        if self.delegation_tokens.enabled:
+            self._every(c.delegation_token_expiry_check_interval_ms, self.delegation_tokens.purge_expired,
+                        "delegation token expiry")
         if self.cluster is not None:
             rm = self.replica_manager
             self._every(max(c.replica_lag_time_max_ms // 2, 10), lambda: rm.maybe_shrink_isr(c.replica_lag_time_max_ms),

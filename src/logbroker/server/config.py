@@ -281,6 +281,13 @@ class KafkaConfig:
     transaction_remove_expired_transaction_cleanup_interval_ms: int
     transaction_partition_verification_enable: bool
     producer_id_expiration_ms: int
+    # Delegation tokens and client telemetry
+    delegation_token_secret_key: str | None
+    delegation_token_master_key: str | None
+    delegation_token_max_lifetime_ms: int
+    delegation_token_expiry_time_ms: int
+    delegation_token_expiry_check_interval_ms: int
+    telemetry_max_bytes: int
 
     def __init__(self, props: Mapping[str, object], *, log_warnings: bool = True) -> None:
         self.originals: dict[str, str] = {

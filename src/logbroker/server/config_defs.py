@@ -348,6 +348,18 @@ _BROKER_ONLY_DEFS = (
        "transactional batch of a producer is appended to it (KIP-890)"),
     _D("producer.id.expiration.ms", "int", 86_400_000,
        "forget a producer id's state after this long without writes", at_least(1)),
+    _D("delegation.token.secret.key", "string", None, "secret the HMAC of every delegation token "
+       "is made with; the same on every broker of a cluster (unset: delegation tokens are off)"),
+    _D("delegation.token.master.key", "string", None, "the old name of delegation.token.secret.key, "
+       "used when that is unset"),
+    _D("delegation.token.max.lifetime.ms", "long", 604_800_000,
+       "longest a token can live, renewals included", at_least(1)),
+    _D("delegation.token.expiry.time.ms", "long", 86_400_000,
+       "how long a token lives until renewed, when its request names no period", at_least(1)),
+    _D("delegation.token.expiry.check.interval.ms", "long", 3_600_000,
+       "how often expired tokens are purged", at_least(1)),
+    _D("telemetry.max.bytes", "int", 1_048_576,
+       "largest client telemetry push (PushTelemetry's metrics, compressed) accepted", at_least(1)),
     _D("quota.window.num", "int", 11, "samples kept by the client quota rates", at_least(1)),
     _D("quota.window.size.seconds", "int", 1, "time span of each client quota sample", at_least(1)),
     _D("controller.quota.window.num", "int", 11,
@@ -375,8 +387,6 @@ controller.quorum.election.backoff.max.ms controller.quorum.election.timeout.ms
 controller.quorum.fetch.timeout.ms controller.quorum.request.timeout.ms
 controller.quorum.retry.backoff.ms controller.quorum.voters
 controller.socket.timeout.ms create.topic.policy.class.name
-delegation.token.expiry.check.interval.ms delegation.token.expiry.time.ms
-delegation.token.master.key delegation.token.max.lifetime.ms delegation.token.secret.key
 delete.records.purgatory.purge.interval.requests early.start.listeners
 eligible.leader.replicas.enable fetch.max.bytes fetch.purgatory.purge.interval.requests
 follower.replication.throttled.rate group.consumer.max.heartbeat.interval.ms
@@ -445,7 +455,6 @@ ssl.keymanager.algorithm ssl.keystore.certificate.chain ssl.keystore.key ssl.key
 ssl.keystore.password ssl.keystore.type ssl.principal.mapping.rules ssl.protocol ssl.provider
 ssl.secure.random.implementation ssl.trustmanager.algorithm ssl.truststore.certificates
 ssl.truststore.location ssl.truststore.password ssl.truststore.type
-telemetry.max.bytes
 unclean.leader.election.interval.ms unstable.api.versions.enable unstable.feature.versions.enable
 zookeeper.clientCnxnSocket zookeeper.max.in.flight.requests zookeeper.metadata.migration.enable
 zookeeper.metadata.migration.min.batch.size zookeeper.set.acl zookeeper.ssl.cipher.suites

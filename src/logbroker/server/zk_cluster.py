@@ -67,6 +67,7 @@ class ZooKeeperCluster:
             "brokers": self._on_broker_config_change,
             "users": lambda name: self._on_quota_config_change(f"users/{name}"),
             "clients": lambda name: self._on_quota_config_change(f"clients/{name}"),
+            "client-metrics": self._on_client_metrics_change,
         }, clock=broker.clock)
         self._known_topics: set[str] = set()  # worker thread only
         self._closed = False
@@ -172,6 +173,12 @@ class ZooKeeperCluster:
         self.loop.call_soon_threadsafe(fn, *args)
 
     # -- worker-thread handlers (may block on ZooKeeper) ----------------------------------------
+    def _on_client_metrics_change(self, sanitized_name: str) -> None:
+        from logbroker.metadata.sanitizer import desanitize
+        name = desanitize(sanitized_name)
+        configs = self.zk.client_metrics_config(name)
+        self._on_loop(self.broker.client_telemetry.apply_change, name, configs)
+
     def _initial_load(self) -> None:
         brokers = self.zk.brokers()
         topics = self.zk.topics()
