@@ -66,9 +66,36 @@ class ClientSecurity:
     sasl_mechanism: str | None = None
     username: str = ""
     password: str = ""
+    token_auth: bool = False  # SCRAM with a delegation token: username its id, password its HMAC
 
 
 PLAINTEXT = ClientSecurity()
+
+
+def client_security(properties: dict[str, str]):
+    """logbroker.client's ClientSecurity from client properties (security.protocol, sasl.mechanism,
+    sasl.username/sasl.password or sasl.jaas.config (with tokenauth="true" for a delegation token,
+    as Kafka's ScramLoginModule takes it), ssl.ca.location or ssl.truststore.location as PEM,
+    ssl.endpoint.identification.algorithm)."""
+    protocol = properties.get("security.protocol", "PLAINTEXT").upper()
+    ssl_context = None
+    if protocol in ("SSL", "SASL_SSL"):
+        ssl_context = ssl.create_default_context(
+            cafile=properties.get("ssl.ca.location") or properties.get("ssl.truststore.location"))
+        if properties.get("ssl.endpoint.identification.algorithm", "https") in ("", "none"):
+            ssl_context.check_hostname = False
+    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return ClientSecurity(protocol, ssl_context)
+    username, password = properties.get("sasl.username", ""), properties.get("sasl.password", "")
+    jaas = properties.get("sasl.jaas.config")
+    token_auth = False
+    if jaas and not username:
+        from logbroker.security.jaas import parse_jaas
+        options = parse_jaas(jaas)[2]
+        username, password = options.get("username", ""), options.get("password", "")
+        token_auth = options.get("tokenauth", "false").lower() == "true"  # a delegation token
+    return ClientSecurity(protocol, ssl_context, properties.get("sasl.mechanism", "GSSAPI").upper(),
+                          username, password, token_auth)
 
 
 def encode_request(body: Any, *, correlation_id: int, client_id: str) -> bytes:
@@ -163,7 +190,8 @@ class KafkaConnection:
             return
         from logbroker.security.sasl import SaslFailed
         from logbroker.security.scram import ScramSaslClient
-        scram = ScramSaslClient(mechanism, security.username, security.password)
+        scram = ScramSaslClient(mechanism, security.username, security.password,
+                                token_auth=security.token_auth)
         try:
             final = scram.final_message(await self._sasl_token(scram.first_message()))
             scram.verify(await self._sasl_token(final))

@@ -4,7 +4,16 @@ SCRAM from the credential store): reads need a user, config/mode changes and del
 from __future__ import annotations
 
 import pytest
-from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 from registry_http import Registry
 
 from logbroker.testing import SCHEMA_REGISTRY_OVERRIDES, TEST_OVERRIDES, BrokerProcess
@@ -35,30 +44,32 @@ def secured(tmp_path_factory):
                                           b"carol-secret")
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(timeout=10)
-    yield broker.schema_registry_url()
+    broker.admin = admin
+    broker.url = broker.schema_registry_url()
+    yield broker
     broker.kill()
 
 
 def test_requests_without_valid_credentials_get_401(secured):
-    status, body, headers = Registry(secured).call("GET", "/subjects")
+    status, body, headers = Registry(secured.url).call("GET", "/subjects")
     assert (status, body) == UNAUTHORIZED
     assert {k.lower(): v for k, v in headers.items()}["www-authenticate"].startswith("Basic")
-    assert Registry(secured, user="alice", password="wrong").get("/subjects") == UNAUTHORIZED
-    assert Registry(secured, user="mallory", password="x").get("/subjects") == UNAUTHORIZED
-    assert Registry(secured, user="carol", password="alice-secret").get("/subjects") == UNAUTHORIZED
+    assert Registry(secured.url, user="alice", password="wrong").get("/subjects") == UNAUTHORIZED
+    assert Registry(secured.url, user="mallory", password="x").get("/subjects") == UNAUTHORIZED
+    assert Registry(secured.url, user="carol", password="alice-secret").get("/subjects") == UNAUTHORIZED
 
 
 def test_plain_and_scram_users_read_and_register(secured):
-    alice = Registry(secured, user="alice", password="alice-secret")
-    carol = Registry(secured, user="carol", password="carol-secret")
+    alice = Registry(secured.url, user="alice", password="alice-secret")
+    carol = Registry(secured.url, user="carol", password="carol-secret")
     schema_id = alice.register("alice-value", '"string"')
     assert carol.get("/subjects/alice-value/versions/1")[1]["id"] == schema_id
     assert carol.register("carol-value", '"string"') == schema_id
 
 
 def test_config_mode_and_deletes_need_a_super_user(secured):
-    alice = Registry(secured, user="alice", password="alice-secret")
-    admin = Registry(secured, user="admin", password="admin-secret")
+    alice = Registry(secured.url, user="alice", password="alice-secret")
+    admin = Registry(secured.url, user="admin", password="admin-secret")
     alice.register("guarded", '"int"')
     for method, path, body in (("PUT", "/config", {"compatibility": "NONE"}),
                                ("PUT", "/mode/guarded", {"mode": "READONLY"}),
@@ -69,3 +80,14 @@ def test_config_mode_and_deletes_need_a_super_user(secured):
     assert alice.get("/subjects/guarded/versions") == (200, [1])
     assert admin.put("/config/guarded", {"compatibility": "NONE"}) == (200, {"compatibility": "NONE"})
     assert admin.delete("/subjects/guarded") == (200, [1])
+
+
+def test_a_plain_user_added_by_a_dynamic_jaas_config_is_accepted(secured):
+    dave = Registry(secured.url, user="dave", password="dave-secret")
+    assert dave.get("/subjects") == UNAUTHORIZED
+    jaas = JAAS.removesuffix(";") + ' user_dave="dave-secret";'
+    futures = secured.admin.incremental_alter_configs([ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
+        ConfigEntry("listener.name.sasl_plaintext.plain.sasl.jaas.config", jaas,
+                    incremental_operation=AlterConfigOpType.SET)])])
+    next(iter(futures.values())).result(10)
+    assert dave.get("/subjects")[0] == 200

@@ -66,6 +66,30 @@ class ZkConfigs(ZkSession):
         with self._errors():
             change_entity_config(self._client, f"brokers/{entity}", lambda _old: dict(configs))
 
+    def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        """Every client-metrics subscription (`/config/client-metrics/<name>`), by name."""
+        from logbroker.metadata.sanitizer import desanitize
+        with self._errors():
+            try:
+                children = self._client.get_children(f"{zk.CONFIG}/client-metrics")
+            except NoNodeError:
+                return {}
+        return {desanitize(child): configs for child in children
+                if (configs := self._config("client-metrics", child))}
+
+    def client_metrics_config(self, name: str) -> dict[str, str]:
+        from logbroker.metadata.sanitizer import sanitize
+        return self._config("client-metrics", sanitize(name))
+
+    def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace a subscription's configs with their change notice
+        (`{"version":2,"entity_path":"client-metrics/<name>"}`), in one multi."""
+        from logbroker.metadata.sanitizer import sanitize
+        from logbroker.metadata.zk_quotas import change_entity_config
+        with self._errors():
+            self._client.ensure_path(f"{zk.CONFIG}/client-metrics")  # a cluster's first subscription
+            change_entity_config(self._client, f"client-metrics/{sanitize(name)}", lambda _old: dict(configs))
+
     def topic_configs(self, name: str) -> dict[str, str]:
         """A topic's config overrides (`/config/topics/<topic>`; {} if it has none)."""
         return self._config("topics", name)

@@ -33,9 +33,10 @@ class RegistryUser:
 
 
 class BasicAuthenticator:
-    """`scram_credential(user, mechanism)` is the credential store's lookup (None: no such user)."""
+    """`plain_users()` gives the PLAIN users now (the JAAS configs may change at run time);
+    `scram_credential(user, mechanism)` is the credential store's lookup (None: no such user)."""
 
-    def __init__(self, *, plain_users: dict[str, str], scram_mechanisms: tuple[str, ...],
+    def __init__(self, *, plain_users: Callable[[], dict[str, str]], scram_mechanisms: tuple[str, ...],
                  scram_credential: Callable, super_users: frozenset[str]) -> None:
         self.plain_users = plain_users
         self.scram_mechanisms = tuple(m for m in scram_mechanisms if m in MECHANISMS)
@@ -65,7 +66,7 @@ class BasicAuthenticator:
         return user
 
     def _password_matches(self, name: str, password: str) -> bool:
-        expected = self.plain_users.get(name)
+        expected = self.plain_users().get(name)
         if expected is not None and hmac.compare_digest(expected.encode(), password.encode()):
             return True
         for mechanism in self.scram_mechanisms:
@@ -83,22 +84,33 @@ def require_super_user(user: RegistryUser | None, action: str) -> None:
 
 
 def broker_authenticator(broker) -> BasicAuthenticator | None:
-    """The authenticator for `broker`'s users, or None when no listener uses SASL."""
+    """The authenticator for `broker`'s users, or None when no listener uses SASL. The PLAIN users
+    follow `broker.config`, which dynamic broker configs replace (JAAS entries among them)."""
     from logbroker.security.authorizer import parse_super_users
-    from logbroker.security.jaas import plain_users
     config = broker.config
-    plain: dict[str, str] = {}
-    scram: list[str] = []
     sasl_listeners = [e.listener_name for e in config.listeners
                       if config.listener_security_protocol_map[e.listener_name] in ("SASL_PLAINTEXT", "SASL_SSL")]
     if not sasl_listeners:
         return None
+    scram: list[str] = []
     for name in sasl_listeners:
-        mechanisms = config.listener_value(name, "sasl.enabled.mechanisms")
-        if "PLAIN" in mechanisms:
-            jaas = config.listener_jaas_config(name, "PLAIN")
-            plain.update(plain_users(jaas) if jaas else {})
-        scram.extend(m for m in mechanisms if m in MECHANISMS and m not in scram)
-    return BasicAuthenticator(plain_users=plain, scram_mechanisms=tuple(scram),
+        scram.extend(m for m in config.listener_value(name, "sasl.enabled.mechanisms") if m in MECHANISMS and m not in scram)
+    cached: list = [None, {}]  # (the config they were read from, the PLAIN users)
+
+    def plain_users() -> dict[str, str]:
+        if cached[0] is not broker.config:
+            cached[:] = [broker.config, _plain_users(broker.config, sasl_listeners)]
+        return cached[1]
+    return BasicAuthenticator(plain_users=plain_users, scram_mechanisms=tuple(scram),
                               scram_credential=lambda user, mechanism: broker.credential_store.scram_credential(user, mechanism),
                               super_users=parse_super_users(config.super_users))
+
+
+def _plain_users(config, listeners: list[str]) -> dict[str, str]:
+    from logbroker.security.jaas import plain_users
+    users: dict[str, str] = {}
+    for name in listeners:
+        if "PLAIN" in config.listener_value(name, "sasl.enabled.mechanisms"):
+            jaas = config.listener_jaas_config(name, "PLAIN")
+            users.update(plain_users(jaas) if jaas else {})
+    return users

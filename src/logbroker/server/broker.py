@@ -33,6 +33,7 @@ from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.metadata_cache import MetadataCache
 from logbroker.metadata.model import BrokerInfo, PartitionState, TopicInfo, new_topic_id
 from logbroker.replication.replica_manager import ReplicaManager
+from logbroker.server.replica_log_dir_mover import ReplicaLogDirMover
 from logbroker.replication.replica_selector import (
     RACK_AWARE_REPLICA_SELECTOR,
     ClientMetadata,
@@ -73,6 +74,7 @@ class Broker:
         self.cluster = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.replica_log_dir_mover: ReplicaLogDirMover | None = None
         self.controller: Controller | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
@@ -84,6 +86,9 @@ class Broker:
         self.schema_registry = None  # schema_registry.server.SchemaRegistryServer when configured
         self.authorizer = None  # security.authorizer.AclAuthorizer when authorizer.class.name is set
         self.user_store = None  # metadata.zk_users.ZkUserScramStore on a cluster
+        self.token_store = None  # metadata.zk_delegation_tokens.ZkDelegationTokenStore on a cluster
+        self.delegation_tokens = None  # server.delegation_tokens.DelegationTokenManager
+        self.client_telemetry = None  # server.client_telemetry.ClientTelemetry (KIP-714)
         # Client quotas: the managers enforcing them, and where their configs live (the file
         # store on a single node, metadata.zk_quotas.ZkClientQuotaStore on a cluster).
         self.client_quotas = None
@@ -93,6 +98,7 @@ class Broker:
         self.default_log_config: LogConfig = config.default_log_config()
         self._tasks: list[asyncio.Task] = []
         self._stopped = asyncio.Event()
+        self._stop_requested = asyncio.Event()  # a signal, or every log dir failed
 
     # -- what the APIs read -----------------------------------------------------------------
     @property
@@ -155,6 +161,13 @@ class Broker:
             self.store = LocalMetadataStore(first_dir)
             topics = self.store.topics()
         await self._load_dynamic_configs()
+        from logbroker.server.delegation_tokens import DelegationTokenManager
+        self.delegation_tokens = DelegationTokenManager(config=self.config, clock=self.clock,
+                                                        store=self.token_store or self.store)
+        from logbroker.server.client_telemetry import ClientTelemetry
+        self.client_telemetry = ClientTelemetry(store=self.zk or self.store, clock=self.clock,
+                                                max_bytes=self.config.telemetry_max_bytes)
+        await asyncio.get_running_loop().run_in_executor(None, self.client_telemetry.reload)
         self.log_manager = LogManager(self.log_dirs, default_config=self.default_log_config,
                                       clock=self.clock, broker_id=self.broker_id,
                                       cluster_id=self.store.cluster_id,
@@ -163,6 +176,10 @@ class Broker:
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)
         self.replica_manager.partition_exists = self._partition_exists
+        self.replica_log_dir_mover = ReplicaLogDirMover(self)
+        loop = asyncio.get_running_loop()
+        self.log_manager.on_dir_failure = (
+            lambda log_dir, tps: loop.call_soon_threadsafe(self._on_dir_failure, log_dir, tps))
         if self.config.replica_selector_class == RACK_AWARE_REPLICA_SELECTOR:
             self.replica_manager.preferred_read_replica = self._preferred_read_replica
         if self.zk is None:
@@ -284,8 +301,11 @@ class Broker:
 
         def scram_credential(user: str, mechanism: str):
             return self.credential_store.scram_credential(user, mechanism)
+        def delegation_token(token_id: str, mechanism: str):
+            return self.delegation_tokens.scram_token(token_id, mechanism)
         return listener_security(config, name, scram_credential=scram_credential,
-                                 clock_ms=self.clock.monotonic_ms)
+                                 clock_ms=self.clock.monotonic_ms, delegation_token=delegation_token,
+                                 wall_clock_ms=self.clock.time_ms)
 
     async def _load_acls(self) -> None:
         """Load every ACL before the listeners open; on a cluster, then follow the change notices
@@ -329,6 +349,9 @@ class Broker:
         from logbroker.metadata.zk_users import ZkUserScramStore
         self.user_store = ZkUserScramStore(zk.client)
         await asyncio.get_running_loop().run_in_executor(None, self.user_store.watch)
+        from logbroker.metadata.zk_delegation_tokens import ZkDelegationTokenStore
+        self.token_store = ZkDelegationTokenStore(zk.client)
+        await asyncio.get_running_loop().run_in_executor(None, self.token_store.watch)
 
     async def _join_cluster(self) -> None:
         from logbroker.server.zk_cluster import ZooKeeperCluster
@@ -363,6 +386,19 @@ class Broker:
     def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
         info = self.inter_broker_endpoint(broker_id)
         return (info.host, info.port) if info is not None else None
+
+    def _on_dir_failure(self, log_dir: Path, tps: list[TopicPartition]) -> None:
+        """A log dir went offline (LogManager.maybe_fail_dir): stop hosting its partitions and,
+        on a cluster, tell the controller (Kafka's /log_dir_event_notification), which moves
+        their leadership to other brokers. With no log dir left, stop the broker. Event loop."""
+        self.replica_manager.stop_replicas(tps, delete=False)
+        for tp in tps:
+            self.replica_log_dir_mover.cancel(tp)
+        if self.cluster is not None:
+            self.cluster.notify_log_dir_failure()
+        if self.log_manager.offline_dirs.keys() >= set(self.log_manager.log_dirs):
+            log.error("Shutting down broker %d: every log dir has failed", self.broker_id)
+            self._stop_requested.set()
 
     def _bound_port(self, name: str) -> int:
         return next((l.port for l in self.listeners if l.name == name), self.listeners[0].port)
@@ -474,6 +510,8 @@ class Broker:
         partition = self.replica_manager.partitions.get(tp)
         if partition is not None and state.leader_epoch <= partition.leader_epoch:
             return
+        if self.log_manager.is_offline(tp):  # its log dir failed: not hosted until a restart
+            return
         replicas = info.assignment[tp.partition]
         config = self.topic_log_config(info)
         if state.leader == self.broker_id:
@@ -506,6 +544,10 @@ class Broker:
         self._every(min(c.connections_max_idle_ms, 30_000), self.server.close_idle_connections, "idle connections", in_thread=False)
         self._every(5000, self.host_unhosted_partitions, "unhosted partitions", in_thread=False)
         self._every(60_000, self.client_quotas.expire_sensors, "quota sensor expiration", in_thread=False)
+        self._every(30_000, self.client_telemetry.expire_idle, "client telemetry expiration", in_thread=False)
+        if self.delegation_tokens.enabled:
+            self._every(c.delegation_token_expiry_check_interval_ms, self.delegation_tokens.purge_expired,
+                        "delegation token expiry")
         if self.cluster is not None:
             rm = self.replica_manager
             self._every(max(c.replica_lag_time_max_ms // 2, 10), lambda: rm.maybe_shrink_isr(c.replica_lag_time_max_ms),
@@ -566,15 +608,19 @@ class Broker:
             await self._share_groups.offsets.partition_metadata.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
+        if self.replica_log_dir_mover is not None:
+            await self.replica_log_dir_mover.close()
         if self.log_manager is not None:
             self.log_manager.shutdown()
         self._stopped.set()
         log.info("Broker %d shut down cleanly", self.broker_id)
 
-    async def serve_until_signalled(self) -> None:
+    async def serve_until_signalled(self) -> int:
+        """Serve until SIGTERM or SIGINT (then 0), or until every log dir has failed (then 1,
+        as Kafka halts such a broker), and shut down."""
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+            loop.add_signal_handler(sig, self._stop_requested.set)
+        await self._stop_requested.wait()
         await self.shutdown()
+        return 1 if self.log_manager.offline_dirs.keys() >= set(self.log_manager.log_dirs) else 0

@@ -229,6 +229,8 @@ _BROKER_ONLY_DEFS = (
     # Replication
     _D("replica.lag.time.max.ms", "long", 30_000,
        "a follower not caught up for this long leaves the ISR"),
+    _D("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX,
+       "bytes per second all replica moves between log dirs together may copy", at_least(1)),
     _D("replica.fetch.max.bytes", "int", 1_048_576, "bytes per partition a follower asks for",
        at_least(0)),
     _D("replica.fetch.min.bytes", "int", 1, "bytes a follower's fetch waits for"),
@@ -272,6 +274,8 @@ _BROKER_ONLY_DEFS = (
        "closed at once", at_least(0)),
     _D("max.connections.per.ip.overrides", "string", "",
        "per-IP or per-host limits that replace max.connections.per.ip: host:count,host:count"),
+    _D("max.request.partition.size.limit", "int", 2000,
+       "most partitions one DescribeTopicPartitions answer holds", at_least(1)),
     _D("queued.max.requests", "int", 500,
        "requests queued per connection before reading from it pauses", at_least(1)),
     _D("request.timeout.ms", "int", 30_000, "timeout of the broker's own outbound requests"),
@@ -344,6 +348,18 @@ _BROKER_ONLY_DEFS = (
        "transactional batch of a producer is appended to it (KIP-890)"),
     _D("producer.id.expiration.ms", "int", 86_400_000,
        "forget a producer id's state after this long without writes", at_least(1)),
+    _D("delegation.token.secret.key", "string", None, "secret the HMAC of every delegation token "
+       "is made with; the same on every broker of a cluster (unset: delegation tokens are off)"),
+    _D("delegation.token.master.key", "string", None, "the old name of delegation.token.secret.key, "
+       "used when that is unset"),
+    _D("delegation.token.max.lifetime.ms", "long", 604_800_000,
+       "longest a token can live, renewals included", at_least(1)),
+    _D("delegation.token.expiry.time.ms", "long", 86_400_000,
+       "how long a token lives until renewed, when its request names no period", at_least(1)),
+    _D("delegation.token.expiry.check.interval.ms", "long", 3_600_000,
+       "how often expired tokens are purged", at_least(1)),
+    _D("telemetry.max.bytes", "int", 1_048_576,
+       "largest client telemetry push (PushTelemetry's metrics, compressed) accepted", at_least(1)),
     _D("quota.window.num", "int", 11, "samples kept by the client quota rates", at_least(1)),
     _D("quota.window.size.seconds", "int", 1, "time span of each client quota sample", at_least(1)),
     _D("controller.quota.window.num", "int", 11,
@@ -371,8 +387,6 @@ controller.quorum.election.backoff.max.ms controller.quorum.election.timeout.ms
 controller.quorum.fetch.timeout.ms controller.quorum.request.timeout.ms
 controller.quorum.retry.backoff.ms controller.quorum.voters
 controller.socket.timeout.ms create.topic.policy.class.name
-delegation.token.expiry.check.interval.ms delegation.token.expiry.time.ms
-delegation.token.master.key delegation.token.max.lifetime.ms delegation.token.secret.key
 delete.records.purgatory.purge.interval.requests early.start.listeners
 eligible.leader.replicas.enable fetch.max.bytes fetch.purgatory.purge.interval.requests
 follower.replication.throttled.rate group.consumer.max.heartbeat.interval.ms
@@ -392,7 +406,7 @@ leader.replication.throttled.rate log.dir.failure.timeout.ms log.initial.task.de
 log.local.retention.bytes log.local.retention.ms log.message.format.version
 max.connection.creation.rate max.connections max.connections.per.ip
 max.connections.per.ip.overrides max.incremental.fetch.session.cache.slots
-max.request.partition.size.limit metadata.log.dir metadata.log.max.record.bytes.between.snapshots
+metadata.log.dir metadata.log.max.record.bytes.between.snapshots
 metadata.log.max.snapshot.interval.ms metadata.log.segment.bytes metadata.log.segment.min.bytes
 metadata.log.segment.ms metadata.max.idle.interval.ms metadata.max.retention.bytes
 metadata.max.retention.ms metric.reporters metrics.num.samples metrics.recording.level
@@ -416,7 +430,7 @@ remote.log.metadata.manager.impl.prefix remote.log.metadata.manager.listener.nam
 remote.log.reader.max.pending.tasks remote.log.reader.threads
 remote.log.storage.manager.class.name remote.log.storage.manager.class.path
 remote.log.storage.manager.impl.prefix remote.log.storage.system.enable
-replica.alter.log.dirs.io.max.bytes.per.second replica.selector.class
+replica.selector.class
 replica.socket.receive.buffer.bytes replica.socket.timeout.ms replication.quota.window.num
 replication.quota.window.size.seconds reserved.broker.max.id sasl.client.callback.handler.class
 sasl.enabled.mechanisms sasl.jaas.config sasl.kerberos.kinit.cmd
@@ -441,7 +455,6 @@ ssl.keymanager.algorithm ssl.keystore.certificate.chain ssl.keystore.key ssl.key
 ssl.keystore.password ssl.keystore.type ssl.principal.mapping.rules ssl.protocol ssl.provider
 ssl.secure.random.implementation ssl.trustmanager.algorithm ssl.truststore.certificates
 ssl.truststore.location ssl.truststore.password ssl.truststore.type
-telemetry.max.bytes
 unclean.leader.election.interval.ms unstable.api.versions.enable unstable.feature.versions.enable
 zookeeper.clientCnxnSocket zookeeper.max.in.flight.requests zookeeper.metadata.migration.enable
 zookeeper.metadata.migration.min.batch.size zookeeper.set.acl zookeeper.ssl.cipher.suites

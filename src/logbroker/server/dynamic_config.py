@@ -15,6 +15,7 @@ Which keys may change (Kafka's reconfigurable sets, kept to those logbroker acts
   most double the current count, as Kafka checks);
 - connection limits (`max.connections`, `max.connections.per.ip`, `…per.ip.overrides`);
 - `producer.id.expiration.ms` and `transaction.partition.verification.enable`;
+- `replica.alter.log.dirs.io.max.bytes.per.second`, the throttle of replica moves between log dirs;
 - per listener only, and per broker only: its TLS keystore and truststore
   (`listener.name.<l>.ssl.keystore.location`, …; a request naming a location reloads the file
   even when the path is unchanged, so a renewed certificate is picked up by new connections), its
@@ -54,7 +55,10 @@ CLEANER_CONFIGS = frozenset({
 SOCKET_CONFIGS = frozenset({"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"})
 # DynamicProducerStateManagerConfig.
 PRODUCER_STATE_CONFIGS = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
-CLUSTER_WIDE_CONFIGS = LOG_CONFIGS | CLEANER_CONFIGS | SOCKET_CONFIGS | PRODUCER_STATE_CONFIGS
+# DynamicConfig.Broker's throttle of replica moves between log dirs (read at each copied chunk).
+REPLICA_MOVE_CONFIGS = frozenset({"replica.alter.log.dirs.io.max.bytes.per.second"})
+CLUSTER_WIDE_CONFIGS = (LOG_CONFIGS | CLEANER_CONFIGS | SOCKET_CONFIGS | PRODUCER_STATE_CONFIGS
+                        | REPLICA_MOVE_CONFIGS)
 
 # Kafka's SslConfigs.RECONFIGURABLE_CONFIGS that a PEM listener uses: per listener, per broker.
 LISTENER_SECURITY_CONFIGS = frozenset({

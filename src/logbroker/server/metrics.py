@@ -34,6 +34,8 @@ Names are Kafka's JMX metrics as the Prometheus JMX exporter's standard Kafka ru
         name=consumer-group-count,state=stable → …_consumer_group_count{state="stable"} (likewise
         classic-group-count and every other group type's); consumer-group-rebalance-count
         → …_consumer_group_rebalance_total (group epoch bumps)
+    the metrics clients push (KIP-714), which Kafka leaves to a plugin: one family per pushed
+        metric, labelled with the client's identity (server/client_telemetry_metrics.py)
     consumer-group lag, which Kafka has no JMX metric for, as kafka_exporter names it:
         kafka_consumergroup_lag{consumergroup,topic,partition}, kafka_consumergroup_current_offset
 
@@ -328,6 +330,9 @@ class BrokerCollector:
         yield from self._group_lag()
         yield from self._group_coordinator()
         yield from self._transaction_coordinator()
+        if self.broker.client_telemetry is not None and self.broker.client_telemetry.instances:
+            from logbroker.server.client_telemetry_metrics import telemetry_families
+            yield from telemetry_families(self.broker.client_telemetry)
 
     def _topic_metrics(self, hosted_topics: set[str]) -> Iterable[Metric]:
         m = self.metrics

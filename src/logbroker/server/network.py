@@ -179,6 +179,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.principal = ANONYMOUS
         self.tls: TlsSession | None = None
         self.sasl = None  # SaslServerAuthenticator on SASL listeners
+        self.client_software = ("", "")  # (name, version) from ApiVersions v3+ (client telemetry)
         self.auth_gate = False
         self._lift_request_limit = False  # authenticated with a partial frame buffered
         self._received_any = False

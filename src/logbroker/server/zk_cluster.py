@@ -11,16 +11,17 @@ anything that reads or writes ZooKeeper goes to one worker thread (`self._worker
 thread also serialises the controller's work, so two controller events never interleave — the
 same reason Kafka's controller has a single event queue.
 
-The controller (whichever broker won `/controller`) reacts to three events, each by one scan of
+The controller (whichever broker won `/controller`) reacts to four events, each by one scan of
 every partition (`_elect_partitions`): it became controller, the broker list changed, the topic
-list changed. A partition without a state gets one (leader = first live replica, ISR = the live
+list changed, a broker's log dir failed. A partition without a state gets one (leader = first live replica, ISR = the live
 replicas, epoch 0); a partition whose leader is live loses its dead followers from the ISR (Kafka's
 OfflineReplica); a partition whose leader is not live gets a new leader from the live members
 of its ISR (with unclean.leader.election.enable any live replica), its epoch bumped and the dead
 brokers dropped from the ISR, or — with no candidate — leader -1 and the ISR kept, so the last
 in-sync replica takes over when it comes back. Every write is fenced by the controller epoch and
 conditional on the version the decision was based on; a stale read is re-read and retried.
-On the same worker thread run ElectLeaders and the periodic preferred-leader rebalance
+A broker's failed log dir (server/log_dir_failures.py) makes it dead, in those scans, for the
+partitions that dir held. On the same worker thread run ElectLeaders and the periodic preferred-leader rebalance
 (replica_elections.py) and partition reassignments (partition_reassignment.py).
 """
 
@@ -41,6 +42,7 @@ from logbroker.metadata.zookeeper_store import (
     Watch,
     ZooKeeperMetadataStore,
 )
+from logbroker.server.log_dir_failures import LogDirFailures
 from logbroker.server.partition_reassignment import PartitionReassignments, apply_assignment
 from logbroker.server.replica_elections import auto_rebalance_every
 from logbroker.server.topic_admin import apply_topic_configs
@@ -65,11 +67,13 @@ class ZooKeeperCluster:
             "brokers": self._on_broker_config_change,
             "users": lambda name: self._on_quota_config_change(f"users/{name}"),
             "clients": lambda name: self._on_quota_config_change(f"clients/{name}"),
+            "client-metrics": self._on_client_metrics_change,
         }, clock=broker.clock)
         self._known_topics: set[str] = set()  # worker thread only
         self._closed = False
         self._rebalance_task: asyncio.Task | None = None
         self.reassignments = PartitionReassignments(zk)
+        self.log_dir_failures = LogDirFailures(self)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, advertised: BrokerInfo, endpoints: list[str], *,
@@ -88,6 +92,8 @@ class ZooKeeperCluster:
         self._watches.append(await self._run(self.zk.watch_controller, self._from_kazoo(self._on_controller)))
         self._watches.append(await self._run(self.zk.watch_config_changes,
                                              self._from_kazoo(self._config_changes.process)))
+        self._watches.append(await self._run(self.zk.watch_log_dir_events,
+                                             self._from_kazoo(self._on_log_dir_events)))
         # Each watch reports its current value at once, on the worker: the topic watch queues
         # `_on_topics` there, which reads every partition's state and queues it for the event
         # loop. Once the worker has run what was queued before this no-op, and the event loop the
@@ -167,6 +173,12 @@ class ZooKeeperCluster:
         self.loop.call_soon_threadsafe(fn, *args)
 
     # -- worker-thread handlers (may block on ZooKeeper) ----------------------------------------
+    def _on_client_metrics_change(self, sanitized_name: str) -> None:
+        from logbroker.metadata.sanitizer import desanitize
+        name = desanitize(sanitized_name)
+        configs = self.zk.client_metrics_config(name)
+        self._on_loop(self.broker.client_telemetry.apply_change, name, configs)
+
     def _initial_load(self) -> None:
         brokers = self.zk.brokers()
         topics = self.zk.topics()
@@ -261,6 +273,7 @@ class ZooKeeperCluster:
                 controller_id = self.broker_id
                 log.info("Broker %d became controller at epoch %s", self.broker_id, self.zk.controller_epoch)
                 self._on_loop(setattr, self.cache, "controller_id", controller_id)
+                self.log_dir_failures.handle(self.log_dir_failures.pending)
                 self._elect_partitions(set(self.zk.brokers()))
                 self._on_topic_deletions(self.zk.topics_to_delete())
                 self.reassignments.resume()
@@ -268,16 +281,29 @@ class ZooKeeperCluster:
             controller_id = self.zk.controller_id()
         self._on_loop(setattr, self.cache, "controller_id", controller_id)
 
+    def _on_log_dir_events(self, names: list[str]) -> None:
+        """Log dir failure notices (server/log_dir_failures.py): the controller moves what the
+        failed dirs held; the others remember them in case they become controller."""
+        self.log_dir_failures.pending = names
+        if self.zk.is_controller and self.log_dir_failures.handle(names):
+            self._elect_partitions(set(self.zk.brokers()))
+
+    def notify_log_dir_failure(self) -> None:
+        """Leave this broker's log dir failure notice for the controller. Event loop."""
+        self._worker.submit(self._guarded, lambda _: self.zk.notify_log_dir_failure(self.broker_id), None)
+
     # -- the controller's election ------------------------------------------------------------
     def _elect_partitions(self, live: set[int]) -> None:
-        """One pass over every partition: give each a live leader from its ISR where it has none."""
+        """One pass over every partition: give each a live leader from its ISR where it has none.
+        A broker whose replica of a partition is in a failed log dir counts as dead for it."""
         broker_epochs = self.zk.broker_epochs()
         for name, info in self.zk.topics().items():
             for partition, replicas in sorted(info.assignment.items()):
                 tp = TopicPartition(name, partition)
+                available = live - self.log_dir_failures.offline_brokers(tp, broker_epochs)
                 for _attempt in range(5):
                     try:
-                        self._elect_one(tp, replicas, live, broker_epochs)
+                        self._elect_one(tp, replicas, available, broker_epochs)
                         break
                     except StaleStateError:
                         continue  # the leader changed the ISR meanwhile: decide again on a fresh read

@@ -115,6 +115,7 @@ class Log(LogRetention, LogFlush):
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
         self._unflushed_snapshots: list[Path] = []
+        self._checkpointed_at = (-1, 0)
 
     def _snapshot_to_delete_with(self, base_offset: int) -> list[Path]:
         snapshot = self._producer_state.remove_and_mark_snapshot_for_deletion(base_offset)

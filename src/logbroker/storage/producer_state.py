@@ -374,6 +374,11 @@ class ProducerStateManager:
         for snap_offset in [o for o in self._snapshots if o < offset]:
             self._remove_and_delete_snapshot(snap_offset)
 
+    def delete_snapshots_between(self, low: int, high: int) -> None:
+        """Delete the snapshots at offsets strictly between `low` and `high`."""
+        for snap_offset in [o for o in self._snapshots if low < o < high]:
+            self._remove_and_delete_snapshot(snap_offset)
+
     def remove_and_mark_snapshot_for_deletion(self, offset: int) -> Path | None:
         """Forget the snapshot at `offset` and rename it `….snapshot.deleted`, for a segment
         deleted asynchronously (file.delete.delay.ms). Returns the new path, or None."""

@@ -4,7 +4,8 @@
 
 Writes `docs/reference/broker-configs.md` and `topic-configs.md` (from the config definitions),
 `cli.md` (from the click commands) and `metrics.md` (from the `/metrics` scrape of a broker it
-starts, after a fixed scenario: a topic produced to and consumed by a group). `--check` writes
+starts with the schema registry on, after a fixed scenario: a topic produced to and consumed
+by a group). `--check` writes
 nothing and exits 1 naming each page that differs from what the code gives;
 tests/tools/test_reference_docs.py does the same. (The API versions page is generated from a
 running broker by `logbroker.tools.api_versions_table`.)
@@ -185,7 +186,8 @@ def scrape_after_scenario(work_dir: Path) -> str:
 
     from logbroker.testing import BrokerProcess, wait_for
 
-    with BrokerProcess(work_dir, overrides={"metrics.port": "0"}) as broker:
+    with BrokerProcess(work_dir, overrides={"metrics.port": "0",
+                                            "schema.registry.listeners": "http://127.0.0.1:0"}) as broker:
         url = re.search(r"Metrics endpoint listening on (http://\S+/metrics)", broker.new_log_text())
         assert url, "the broker did not say where its metrics endpoint listens"
         producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": "producer"})

@@ -22,6 +22,7 @@ from typing import Any
 from logbroker.errors import InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from logbroker.metadata.model import TopicInfo
 from logbroker.security.acl import AclOperation
+from logbroker.server.client_metrics_configs import CLIENT_METRICS
 from logbroker.server import broker_configs, group_configs, topic_admin
 from logbroker.server.apis.describe_configs import BROKER, TOPIC
 from logbroker.server.authorization import require_config_access
@@ -65,9 +66,11 @@ async def alter_resources(broker, resources, *, api_name: str,
                           alter_topic: Callable[[Any], Awaitable[None]],
                           alter_broker: Callable[[Any], Awaitable[None]],
                           check: Callable[[Any], None] | None = None,
-                          alter_group: Callable[[Any], None] | None = None) -> dict:
+                          alter_group: Callable[[Any], None] | None = None,
+                          alter_client_metrics: Callable[[Any], Awaitable[None]] | None = None) -> dict:
     """The response of AlterConfigs and IncrementalAlterConfigs: each resource through `check`,
-    then `alter_topic`, `alter_broker` or `alter_group` by its type; errors per resource."""
+    then `alter_topic`, `alter_broker`, `alter_group` or `alter_client_metrics` by its type; errors
+    per resource."""
     responses = []
     for resource in resources:
         result = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
@@ -79,6 +82,8 @@ async def alter_resources(broker, resources, *, api_name: str,
                 await alter_topic(resource)
             elif resource.resource_type == group_configs.GROUP and alter_group is not None:
                 alter_group(resource)
+            elif resource.resource_type == CLIENT_METRICS and alter_client_metrics is not None:
+                await alter_client_metrics(resource)
             elif resource.resource_type == BROKER:
                 await alter_broker(resource)
             else:

@@ -25,6 +25,7 @@ from logbroker.metadata.controller import validate_topic_name
 from logbroker.metadata.model import TopicInfo
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import require_config_access
+from logbroker.server import client_metrics_configs
 from logbroker.server import group_configs
 from logbroker.server.broker_configs import is_per_broker
 from logbroker.server.config import BROKER_CONFIGS, LOG_CONFIG_SYNONYMS, ConfigSource
@@ -73,6 +74,10 @@ def handle(broker, request) -> dict:
                 result["configs"] = group_configs.describe(broker, resource.resource_name, keys=keys,
                                                            include_synonyms=include_synonyms,
                                                            include_documentation=include_documentation)
+            elif resource.resource_type == client_metrics_configs.CLIENT_METRICS:
+                result["configs"] = client_metrics_configs.describe(
+                    broker.client_telemetry.configs(resource.resource_name), keys=keys,
+                    include_synonyms=include_synonyms, include_documentation=include_documentation)
             else:
                 raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
         except KafkaError as exc:

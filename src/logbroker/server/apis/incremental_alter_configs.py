@@ -12,11 +12,13 @@ Errors, per resource: a resource named twice in one request, a key named twice i
 an unknown operation, a null value to SET, APPEND/SUBTRACT on a non-list key — INVALID_REQUEST;
 an unknown key or bad value — INVALID_CONFIG naming the key; an unknown topic —
 UNKNOWN_TOPIC_OR_PARTITION. Broker resources: the same operations on its dynamic configs
-(server/broker_configs.py). Group resources (type 32) go to server/group_configs.py.
+(server/broker_configs.py). Group resources (type 32) go to server/group_configs.py,
+client-metrics subscriptions (type 16) to server/client_metrics_configs.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Callable
 
@@ -53,7 +55,23 @@ async def handle(broker, request) -> dict:
         alter_broker=lambda resource: alter_broker(broker, resource.resource_name, resource.configs,
                                                    validate_only=body.validate_only),
         alter_group=lambda resource: group_configs.alter(broker, resource.resource_name, resource.configs,
-                                                         incremental=True, validate_only=body.validate_only))
+                                                         incremental=True, validate_only=body.validate_only),
+        alter_client_metrics=lambda resource: alter_client_metrics(broker, resource, validate_only=body.validate_only))
+
+
+async def alter_client_metrics(broker, resource, *, validate_only: bool) -> None:
+    """A client-metrics subscription (server/client_metrics_configs.py); APPEND / SUBTRACT on its
+    list keys (metrics, match)."""
+    telemetry = broker.client_telemetry
+    configs = apply_operations(telemetry.configs(resource.resource_name), resource.configs,
+                               list_typed=lambda key: key in ("metrics", "match"), current=lambda key: "")
+
+    def store() -> None:
+        telemetry.set_configs(resource.resource_name, configs, validate_only=validate_only)
+    if broker.zk is None:
+        store()
+    else:  # a ZooKeeper write: off the event loop
+        await asyncio.get_running_loop().run_in_executor(None, store)
 
 
 async def alter_topic(broker, name: str, operations, *, validate_only: bool) -> None:
