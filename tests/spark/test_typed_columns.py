@@ -215,3 +215,21 @@ def test_streaming_typed_copy_is_exactly_once_and_decodes(spark, registry_broker
     rows = typed_read(spark, registry_broker, target, valueFormat="avro",
                       **{"kafka.isolation.level": "read_committed"}).select("value.*").collect()
     assert sorted((r.name, r.doubled) for r in rows) == sorted((f"U{i}", 2 * i) for i in range(300))
+
+
+def test_typed_keys_and_values_together(spark, registry_broker):
+    topic = new_topic_name()
+    create_topic(registry_broker.bootstrap, topic, 1)
+    df = spark.range(50).selectExpr("named_struct('id', id) AS key",
+                                    "named_struct('square', id * id, 'even', id % 2 = 0) AS value")
+    (df.write.format("logbroker").option("kafka.bootstrap.servers", registry_broker.bootstrap)
+     .option("topic", topic).option("schema.registry.url", registry_broker.registry_url)
+     .option("keyFormat", "avro").option("keySchemaAutoRegister", "true")
+     .option("valueFormat", "avro").option("valueSchemaAutoRegister", "true")
+     .mode("append").save())
+    got = typed_read(spark, registry_broker, topic, keyFormat="avro", valueFormat="avro")
+    assert got.schema["key"].dataType.simpleString() == "struct<id:bigint>"
+    assert sorted((r.key.id, r.value.square, r.value.even) for r in got.collect()) == [
+        (i, i * i, i % 2 == 0) for i in range(50)]
+    registry = SchemaRegistryClient({"url": registry_broker.registry_url})
+    assert set(registry.get_subjects()) >= {f"{topic}-key", f"{topic}-value"}
