@@ -34,25 +34,29 @@ def registry_setup(tmp_path_factory):
     broker = BrokerProcess(tmp_path_factory.mktemp("console-registry"),
                            overrides={**TEST_OVERRIDES, **SCHEMA_REGISTRY_OVERRIDES})
     broker.start()
-    broker.registry_url = broker.schema_registry_url()
-    topic = f"users-{uuid.uuid4().hex[:6]}"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    registry = SchemaRegistryClient({"url": broker.registry_url})
-    context = SerializationContext(topic, MessageField.VALUE)
-    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap})
-    v1, v2 = AvroSerializer(registry, json.dumps(USER_V1)), AvroSerializer(registry, json.dumps(USER_V2))
-    producer.produce(topic, v1({"name": "ada", "age": 36}, context))
-    producer.produce(topic, v2({"name": "alan", "age": 41, "email": "alan@example.com"}, context))
-    producer.produce(topic, b"plain text")
-    json_serializer = JSONSerializer(json.dumps({"type": "object", "properties": {
-        "sku": {"type": "string"}}}), registry, conf={"auto.register.schemas": True})
-    producer.produce(topic, json_serializer({"sku": "A-1"}, SerializationContext(
-        "team/a.orders", MessageField.VALUE)))  # registered under "team/a.orders-value"
-    assert producer.flush(10) == 0
-    registry.set_compatibility("team/a.orders-value", "FULL")
-    yield broker, topic
-    broker.kill()
+    try:
+        broker.registry_url = broker.schema_registry_url()
+        topic = f"users-{uuid.uuid4().hex[:6]}"
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+        registry = SchemaRegistryClient({"url": broker.registry_url})
+        context = SerializationContext(topic, MessageField.VALUE)
+        producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap})
+        v1 = AvroSerializer(registry, json.dumps(USER_V1))
+        v2 = AvroSerializer(registry, json.dumps(USER_V2))
+        producer.produce(topic, v1({"name": "ada", "age": 36}, context))
+        producer.produce(topic, v2({"name": "alan", "age": 41, "email": "alan@example.com"},
+                                   context))
+        producer.produce(topic, b"plain text")
+        json_serializer = JSONSerializer(json.dumps({"type": "object", "properties": {
+            "sku": {"type": "string"}}}), registry, conf={"auto.register.schemas": True})
+        producer.produce(topic, json_serializer({"sku": "A-1"}, SerializationContext(
+            "team/a.orders", MessageField.VALUE)))  # registered under "team/a.orders-value"
+        assert producer.flush(10) == 0
+        registry.set_compatibility("team/a.orders-value", "FULL")
+        yield broker, topic
+    finally:
+        broker.kill()
 
 
 @pytest.fixture(scope="module")

@@ -31,9 +31,11 @@ def registry_broker(tmp_path_factory):
     process = BrokerProcess(tmp_path_factory.mktemp("typed"),
                             overrides={**TEST_OVERRIDES, **SCHEMA_REGISTRY_OVERRIDES})
     process.start()
-    process.registry_url = process.schema_registry_url()
-    yield process
-    process.kill()
+    try:
+        process.registry_url = process.schema_registry_url()
+        yield process
+    finally:
+        process.kill()
 
 
 def typed_read(spark, broker, topic: str, **options):
