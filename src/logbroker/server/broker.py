@@ -13,6 +13,7 @@ import asyncio
 import uuid
 import logging
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +43,7 @@ from logbroker.server.config import KafkaConfig
 from logbroker.server.connection_quotas import ConnectionQuotas
 from logbroker.server.dispatch import Dispatcher
 from logbroker.server.network import KafkaServer
-from logbroker.storage.log_config import LogConfig
+from logbroker.storage.log_config import LogConfig, check_remote_storage
 from logbroker.storage.log_manager import LogManager
 from logbroker.types import TopicPartition
 
@@ -131,6 +132,16 @@ class Broker:
     def topic_log_config(self, topic: TopicInfo | str) -> LogConfig:
         info = self.store.topic(topic) if isinstance(topic, str) else topic
         return self.default_log_config.with_overrides(info.configs if info else {})
+
+    def check_topic_configs(self, name: str, configs: Mapping[str, str]) -> LogConfig:
+        """The effective config `configs` give topic `name` (new or existing), checked key by
+        key and for tiered storage together with the broker's settings (InvalidConfigError)."""
+        config = self.default_log_config.with_overrides(configs)
+        info = self.store.topic(name) if self.store is not None else None
+        previous = self.topic_log_config(info) if info is not None else None
+        check_remote_storage(config, system_enabled=self.config.remote_log_storage_system_enable,
+                             previous=previous)
+        return config
 
     def _partition_exists(self, tp: TopicPartition) -> bool:
         info = self.store.topic(tp.topic)
@@ -340,6 +351,7 @@ class Broker:
     def create_topic(self, name: str, *, num_partitions: int, replication_factor: int,
                      configs: dict[str, str], assignment: dict[int, tuple[int, ...]] | None = None,
                      validate_only: bool = False) -> TopicInfo:
+        self.check_topic_configs(name, configs)
         if num_partitions == -1:
             num_partitions = self.config.num_partitions
         if replication_factor == -1:
