@@ -168,6 +168,8 @@ class Broker:
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)
         self.replica_manager.partition_exists = self._partition_exists
+        if self.config.remote_log_storage_system_enable:
+            self._start_remote_log_manager()
         if self.config.replica_selector_class == RACK_AWARE_REPLICA_SELECTOR:
             self.replica_manager.preferred_read_replica = self._preferred_read_replica
         if self.zk is None:
@@ -221,6 +223,31 @@ class Broker:
         if self.zk is not None:
             await self._join_cluster()
         self._start_periodic_tasks()
+
+    def _start_remote_log_manager(self) -> None:
+        """Tiered storage: the remote store the config names and the manager that copies to it,
+        expires in it and reads from it for the partitions led here (remote/)."""
+        from logbroker.remote.remote_log_manager import RemoteLogManager
+        from logbroker.remote.storage_manager import RemoteStorageManager
+        c = self.config
+        rsm = RemoteStorageManager.from_config(c.remote_log_storage_manager_class_name,
+                                               c.remote_storage_settings())
+        rlm = RemoteLogManager(rsm=rsm, broker_id=self.broker_id, clock=self.clock,
+                               partitions=self.replica_manager.partitions,
+                               task_interval_ms=c.remote_log_manager_task_interval_ms,
+                               fetch_max_wait_ms=c.remote_fetch_max_wait_ms)
+        self.replica_manager.remote_log_manager = rlm
+        self.replica_manager.leadership_listeners.append(rlm.on_leadership)
+        self._tasks.append(asyncio.get_running_loop().create_task(rlm.run(), name="remote log manager"))
+        log.info("Tiered storage on: remote store %s", rsm.description)
+
+    def delete_remote_data(self, info: TopicInfo) -> None:
+        """A deleted tiered topic's remote segments go too (in the background)."""
+        rlm = self.replica_manager.remote_log_manager
+        if rlm is None or not self.topic_log_config(info).remote_storage_enable:
+            return
+        asyncio.get_running_loop().create_task(
+            rlm.delete_partitions([TopicPartition(info.name, p) for p in info.assignment], info.topic_id))
 
     # -- KIP-932 share groups, started on first use (server/share_groups.py says why) ----------
     def share_groups(self):  # -> server.share_groups.ShareGroups
@@ -386,6 +413,7 @@ class Broker:
         """Single node (a cluster deletes through server/topic_admin.py)."""
         info = self.controller.delete_topic(name)
         self.replica_manager.stop_replicas([TopicPartition(name, p) for p in info.assignment], delete=True)
+        self.delete_remote_data(info)
         log.info("Deleted topic %s", name)
 
     def create_partitions(self, name: str, count: int, *, assignment=None, validate_only: bool = False) -> None:

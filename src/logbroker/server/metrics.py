@@ -74,6 +74,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from logbroker.coordinator.group import GroupType
 from logbroker.errors import KafkaError, MessageTooLargeError, UnknownTopicOrPartitionError
 from logbroker.protocol.apis import SUPPORTED_APIS, ApiKey
+from logbroker.protocol.responses.fetch import records_size
 
 log = logging.getLogger("kafka.metrics.PrometheusReporter")
 
@@ -239,14 +240,14 @@ class BrokerMetrics:
                     if stats is not None:
                         stats.failed_fetch_requests += 1
                 continue
-            region = result.records
-            if region is None or not region.size:
+            size = records_size(result.records)  # a file region, or bytes read from remote
+            if not size:
                 continue
             if follower:  # Kafka counts replication apart: ReplicationBytesOutPerSec
-                all_topics.replication_bytes_out += region.size
+                all_topics.replication_bytes_out += size
             else:
-                all_topics.bytes_out += region.size
-                stats.bytes_out += region.size
+                all_topics.bytes_out += size
+                stats.bytes_out += size
 
 
 class TimedHandler:

@@ -371,6 +371,8 @@ class ZooKeeperCluster:
             hosted = [tp for tp in (TopicPartition(name, p) for p in info.assignment)
                       if tp in self.broker.replica_manager.partitions]
             self.broker.replica_manager.stop_replicas(hosted, delete=True)
+            if hosted:
+                self.broker.delete_remote_data(info)
             log.info("Topic %s was deleted", name)
 
     def _apply_state(self, tp: TopicPartition, versioned: VersionedPartitionState | None) -> None:

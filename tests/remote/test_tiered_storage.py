@@ -1,0 +1,213 @@
+"""Tiered storage end to end: a real broker copies closed segments to moto's S3 server, deletes
+them locally after the copy, and serves consumers from offset 0 out of the bucket."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka import TopicPartition as CkTopicPartition
+
+from logbroker.testing import TEST_OVERRIDES, BrokerProcess
+
+from clients import TIMEOUT_S, RawClient, Spec, admin, consume_confluent, create_topic, produce_confluent
+from conftest import wait_until
+
+TIERED = {"remote.storage.enable": "true", "segment.bytes": "8192", "local.retention.bytes": "16384",
+          "file.delete.delay.ms": "0"}
+PRODUCER = {"batch.size": 2048, "linger.ms": 5}
+
+
+def start_broker(tmp_path, bucket, **extra) -> BrokerProcess:
+    overrides = {**TEST_OVERRIDES, **bucket.broker_overrides(), "remote.log.manager.task.interval.ms": "100",
+                 **extra}
+    return BrokerProcess(tmp_path / "broker", overrides=overrides).start()
+
+
+def specs(count: int, start: int = 0) -> list[Spec]:
+    return [Spec(0, f"k{i}".encode(), f"value-{i:06d}-".encode() * 8) for i in range(start, start + count)]
+
+
+def local_segments(broker: BrokerProcess, topic: str) -> list[int]:
+    return sorted(int(p.stem) for p in (broker.data_dir / f"{topic}-0").glob("*.log"))
+
+
+def remote_metadata(bucket, topic: str) -> list[dict]:
+    found = [json.loads(bucket.get(k)) for k in bucket.keys() if k.endswith(".metadata")
+             and k.split("/")[1].startswith(f"{topic}-0-")]
+    return sorted(found, key=lambda m: m["start_offset"])
+
+
+def test_closed_segments_go_to_the_bucket_and_a_consumer_reads_all_from_offset_zero(tmp_path, bucket):
+    broker = start_broker(tmp_path, bucket)
+    try:
+        topic = "tiered"
+        create_topic(broker.bootstrap, topic, config=TIERED)
+        produce_confluent(broker.bootstrap, topic, specs(3000), **PRODUCER)
+        # The local log keeps only its tail once the copies are recorded.
+        wait_until(lambda: local_segments(broker, topic)[0] > 0, "local segments deleted after upload")
+        local = local_segments(broker, topic)
+        segments = remote_metadata(bucket, topic)
+        assert len(segments) >= 10
+        assert segments[0]["start_offset"] == 0
+        for before, after in zip(segments, segments[1:]):
+            assert after["start_offset"] == before["end_offset"] + 1  # contiguous, no overlap
+        assert local[0] <= segments[-1]["end_offset"] + 1
+        directory = f"cluster-a/{topic}-0-"
+        for meta in segments:
+            stem = f"{meta['start_offset']:020d}-{meta['segment_id']}"
+            names = {k.rsplit("/", 1)[1] for k in bucket.keys(directory) if stem in k}
+            assert names >= {stem + s for s in (".log", ".index", ".timeindex", ".leader_epoch_checkpoint",
+                                                ".metadata")}
+            assert meta["state"] == "COPY_SEGMENT_FINISHED"
+        log_key = next(k for k in bucket.keys(directory)
+                       if k.endswith(f"{segments[1]['start_offset']:020d}-{segments[1]['segment_id']}.log"))
+        first = bucket.get(log_key)
+        assert int.from_bytes(first[:8], "big") == segments[1]["start_offset"]  # Kafka's .log bytes
+        assert len(first) == segments[1]["segment_size_in_bytes"]
+
+        records = consume_confluent(broker.bootstrap, topic, {0: 0}, 3000)
+        assert [r.offset for r in records] == list(range(3000))
+        assert [r.value for r in records] == [s.value for s in specs(3000)]
+
+        with RawClient(broker.bootstrap) as client:
+            earliest = client.list_offset(topic, 0, -2, version=9)
+            earliest_local = client.list_offset(topic, 0, -4, version=9)
+            latest_tiered = client.list_offset(topic, 0, -5, version=9)
+            fetched = client.fetch(topic, 0, 5)
+        assert (int(earliest.error_code), earliest.offset) == (0, 0)
+        assert (int(earliest_local.error_code), earliest_local.offset) == (0, local_segments(broker, topic)[0])
+        assert int(latest_tiered.error_code) == 0
+        assert latest_tiered.offset == remote_metadata(bucket, topic)[-1]["end_offset"]
+        assert latest_tiered.offset >= earliest_local.offset - 1
+        assert fetched.log_start_offset == 0
+    finally:
+        broker.stop()
+
+
+def test_read_committed_hides_aborted_transactions_that_live_in_the_bucket(tmp_path, bucket):
+    broker = start_broker(tmp_path, bucket)
+    try:
+        topic = "tiered-txn"
+        create_topic(broker.bootstrap, topic, config=TIERED)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tiered-txn",
+                             **PRODUCER})
+        producer.init_transactions(TIMEOUT_S)
+        committed = []
+        for round_ in range(24):
+            producer.begin_transaction()
+            values = [f"r{round_:02d}-{i:03d}-".encode() * 10 for i in range(40)]
+            for value in values:
+                producer.produce(topic, value=value, partition=0)
+            if round_ % 3 == 1:
+                producer.abort_transaction(TIMEOUT_S)
+            else:
+                producer.commit_transaction(TIMEOUT_S)
+                committed += values
+        wait_until(lambda: local_segments(broker, topic)[0] > 0, "local segments deleted after upload")
+        assert any(k.endswith(".txnindex") for k in bucket.keys(f"cluster-a/{topic}-0-"))
+        assert any(k.endswith(".snapshot") for k in bucket.keys(f"cluster-a/{topic}-0-"))
+
+        read = consume_confluent(broker.bootstrap, topic, {0: 0}, len(committed),
+                                 **{"isolation.level": "read_committed"})
+        assert [r.value for r in read] == committed
+        offsets = [r.offset for r in read]
+        assert offsets == sorted(offsets) and offsets[0] == 0
+        uncommitted = consume_confluent(broker.bootstrap, topic, {0: 0}, 24 * 40,
+                                        **{"isolation.level": "read_uncommitted"})
+        assert len(uncommitted) == 24 * 40  # the aborted records are there, hidden only above
+    finally:
+        broker.stop()
+
+
+def test_kill_during_uploads_loses_nothing_and_orphaned_objects_are_deleted(tmp_path, bucket):
+    broker = start_broker(tmp_path, bucket)
+    topic = "tiered-kill"
+    try:
+        create_topic(broker.bootstrap, topic, config=TIERED)
+        produce_confluent(broker.bootstrap, topic, specs(1500), **PRODUCER, acks="all")
+        wait_until(lambda: remote_metadata(bucket, topic), "a first upload")
+        produce_confluent(broker.bootstrap, topic, specs(1500, 1500), **PRODUCER, acks="all")
+        broker.kill()  # SIGKILL with uploads under way
+        # What a copy cut short leaves: objects of a segment id without metadata.
+        directory = remote_metadata(bucket, topic)[0]
+        prefix = f"cluster-a/{topic}-0-{directory['topic_id']}/"
+        orphan = f"{prefix}{10**9:020d}-AAAAAAAAAAAAAAAAAAAAAA"
+        for suffix in (".log", ".index"):
+            bucket.client.put_object(Bucket=bucket.name, Key=orphan + suffix, Body=b"torn")
+        broker.start()
+        wait_until(lambda: not any(k.startswith(orphan) for k in bucket.keys(prefix)),
+                   "the orphaned objects deleted")
+        wait_until(lambda: local_segments(broker, topic)[0] > 0, "uploads after the restart")
+        segments = remote_metadata(bucket, topic)
+        for before, after in zip(segments, segments[1:]):
+            assert after["start_offset"] > before["end_offset"]  # no duplicate segments
+        ids = {m["segment_id"] for m in segments}
+        for key in bucket.keys(prefix):
+            if not key.endswith("log-start-offset"):
+                assert key.rsplit("/", 1)[1][21:43] in ids  # every object belongs to a segment
+        records = consume_confluent(broker.bootstrap, topic, {0: 0}, 3000)
+        assert [r.offset for r in records] == list(range(3000))
+        assert [r.value for r in records] == [s.value for s in specs(3000)]
+    finally:
+        broker.stop()
+
+
+def test_delete_records_and_topic_deletion_remove_remote_segments_in_the_local_store(tmp_path, bucket):
+    store = tmp_path / "remote-store"
+    broker = BrokerProcess(tmp_path / "broker", overrides={
+        **TEST_OVERRIDES, "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+        "rsm.config.dir": str(store), "remote.log.manager.task.interval.ms": "100"}).start()
+    try:
+        topic = "tiered-local"
+        create_topic(broker.bootstrap, topic, config=TIERED)
+        produce_confluent(broker.bootstrap, topic, specs(2000), **PRODUCER)
+        wait_until(lambda: local_segments(broker, topic)[0] > 0, "local segments deleted after upload")
+        [directory] = [d for d in store.iterdir() if d.name.startswith(f"{topic}-0-")]
+        first_metas = sorted(json.loads(p.read_bytes())["end_offset"] for p in directory.glob("*.metadata"))
+        cut = first_metas[2] + 1  # the first three remote segments lie wholly below
+        [deleted] = admin(broker.bootstrap).delete_records([CkTopicPartition(topic, 0, cut)]).values()
+        assert deleted.result(TIMEOUT_S).offset == cut
+        wait_until(lambda: len(list(directory.glob("*.metadata"))) == len(first_metas) - 3,
+                   "remote segments below the new log start deleted")
+        with RawClient(broker.bootstrap) as client:
+            assert client.list_offset(topic, 0, -2, version=9).offset == cut
+        records = consume_confluent(broker.bootstrap, topic, {0: cut}, 2000 - cut)
+        assert [r.offset for r in records] == list(range(cut, 2000))
+        with pytest.raises(KafkaException, match="OFFSET_OUT_OF_RANGE"):
+            consume_confluent(broker.bootstrap, topic, {0: 0}, 1, timeout_s=5)
+
+        admin(broker.bootstrap).delete_topics([topic])[topic].result(TIMEOUT_S)
+        wait_until(lambda: not any(directory.iterdir()) if directory.exists() else True,
+                   "the deleted topic's remote data gone")
+    finally:
+        broker.stop()
+
+
+def test_tiered_topic_configs_are_checked_as_kafka_checks_them(tmp_path, bucket):
+    broker = start_broker(tmp_path, bucket)
+    plain = BrokerProcess(tmp_path / "plain", overrides=TEST_OVERRIDES).start()
+    try:
+        cases = [
+            (broker, {"remote.storage.enable": "true", "cleanup.policy": "compact"},
+             "Remote log storage only supports topics with cleanup.policy=delete"),
+            (broker, {"remote.storage.enable": "true", "retention.bytes": "1000",
+                      "local.retention.bytes": "2000"},
+             "Value must not be more than retention.bytes property value: 1000"),
+            (broker, {"remote.storage.enable": "true", "retention.ms": "1000", "local.retention.ms": "-1"},
+             "Value must not be -1 as retention.ms value is set as 1000"),
+            (plain, {"remote.storage.enable": "true"}, "Tiered Storage functionality is disabled in the broker"),
+        ]
+        for i, (target, config, message) in enumerate(cases):
+            with pytest.raises(KafkaException) as raised:
+                create_topic(target.bootstrap, f"refused-{i}", config=config)
+            assert raised.value.args[0].name() == "INVALID_CONFIG"
+            assert message in raised.value.args[0].str()
+        create_topic(broker.bootstrap, "accepted", config={"remote.storage.enable": "true",
+                                                           "retention.ms": "100000",
+                                                           "local.retention.ms": "1000"})
+    finally:
+        plain.stop()
+        broker.stop()
