@@ -100,12 +100,13 @@ def test_read_committed_hides_aborted_transactions_that_live_in_the_bucket(tmp_p
             values = [f"r{round_:02d}-{i:03d}-".encode() * 10 for i in range(40)]
             for value in values:
                 producer.produce(topic, value=value, partition=0)
+            producer.flush(TIMEOUT_S)  # written before the marker, not purged by the abort
             if round_ % 3 == 1:
                 producer.abort_transaction(TIMEOUT_S)
             else:
                 producer.commit_transaction(TIMEOUT_S)
                 committed += values
-        wait_until(lambda: local_segments(broker, topic)[0] > 0, "local segments deleted after upload")
+        wait_until(lambda: local_segments(broker, topic)[0] > 500, "local segments deleted after upload")
         assert any(k.endswith(".txnindex") for k in bucket.keys(f"cluster-a/{topic}-0-"))
         assert any(k.endswith(".snapshot") for k in bucket.keys(f"cluster-a/{topic}-0-"))
 
@@ -169,14 +170,14 @@ def test_delete_records_and_topic_deletion_remove_remote_segments_in_the_local_s
         first_metas = sorted(json.loads(p.read_bytes())["end_offset"] for p in directory.glob("*.metadata"))
         cut = first_metas[2] + 1  # the first three remote segments lie wholly below
         [deleted] = admin(broker.bootstrap).delete_records([CkTopicPartition(topic, 0, cut)]).values()
-        assert deleted.result(TIMEOUT_S).offset == cut
+        assert deleted.result(TIMEOUT_S).low_watermark == cut
         wait_until(lambda: len(list(directory.glob("*.metadata"))) == len(first_metas) - 3,
                    "remote segments below the new log start deleted")
         with RawClient(broker.bootstrap) as client:
             assert client.list_offset(topic, 0, -2, version=9).offset == cut
         records = consume_confluent(broker.bootstrap, topic, {0: cut}, 2000 - cut)
         assert [r.offset for r in records] == list(range(cut, 2000))
-        with pytest.raises(KafkaException, match="OFFSET_OUT_OF_RANGE"):
+        with pytest.raises(KafkaException, match="Offset out of range"):
             consume_confluent(broker.bootstrap, topic, {0: 0}, 1, timeout_s=5)
 
         admin(broker.bootstrap).delete_topics([topic])[topic].result(TIMEOUT_S)
