@@ -37,19 +37,20 @@ from logbroker.errors import (
     KafkaError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
-    RequestTimedOutError,
 )
 from logbroker.log_limits import RateLimitedLog, StateChangeLog
 from logbroker.records.batch import read_header
 from logbroker.remote.metadata import (
     DELETE_SEGMENT_STARTED,
     LEADER_EPOCH,
+    METADATA,
     OFFSET_INDEX,
     PRODUCER_SNAPSHOT,
     SEGMENT,
     TIME_INDEX,
     TRANSACTION_INDEX,
     RemoteLogSegmentMetadata,
+    parse_object_name,
 )
 from logbroker.remote.remote_partition import RemotePartitionState
 from logbroker.remote.remote_read import PendingRemoteRead, index_position, select_batches
@@ -85,20 +86,22 @@ class RemoteLogManager:
         self._task_log = StateChangeLog(log, "Remote log manager task")
         # Counters for the metrics (Kafka's RemoteCopyBytesPerSec, RemoteFetchBytesPerSec, …).
         self.copy_bytes = self.copy_requests = self.copy_errors = 0
-        self.fetch_bytes = self.fetch_requests = self.fetch_errors = 0
+        self.fetch_bytes = self.fetch_requests = self.fetch_errors = self.fetch_timeouts = 0
         self.delete_requests = self.delete_errors = 0
 
     # --- leadership ----------------------------------------------------------------------------
 
     def on_leadership(self, tp: TopicPartition, partition) -> None:
-        """A ReplicaManager leadership listener: track the tiered partitions led here."""
-        if partition is None or not partition.is_leader or not partition.log.config.remote_storage_enable \
+        """A ReplicaManager leadership listener: track the tiered partitions hosted here. Each
+        change of role starts from a fresh state: a new leader loads (and cleans) the store."""
+        if partition is None or not partition.log.config.remote_storage_enable \
                 or partition.log.topic_id is None:
             self.states.pop(tp, None)
             return
-        if tp not in self.states:
-            self.states[tp] = RemotePartitionState(tp, uuid_to_kafka_str(partition.log.topic_id))
-            asyncio.get_running_loop().create_task(self._run_partition(tp), name=f"remote-log {tp}")
+        state = RemotePartitionState(tp, uuid_to_kafka_str(partition.log.topic_id))
+        state.as_leader = partition.is_leader
+        self.states[tp] = state
+        asyncio.get_running_loop().create_task(self._run_partition(tp), name=f"remote-log {tp}")
 
     def _lock(self, tp: TopicPartition) -> asyncio.Lock:
         return self._locks.setdefault(tp, asyncio.Lock())
@@ -123,20 +126,34 @@ class RemoteLogManager:
         async with self._lock(tp):
             state = self.states.get(tp)
             partition = self.partitions.get(tp)
-            if state is None or partition is None or not partition.is_leader:
+            if state is None or partition is None or partition.is_leader != state.as_leader:
                 return
             log_ = partition.log
             try:
-                if not state.loaded:
+                if not state.as_leader:
+                    await self._follow(state, log_)
+                elif not state.loaded:
                     await self._load(state, log_)
-                if not log_.config.remote_log_copy_disable:
+                if state.as_leader and not log_.config.remote_log_copy_disable:
                     await self._copy(state, log_)
-                await self._expire(state, log_)
+                if state.as_leader:
+                    await self._expire(state, log_)
             except KafkaError as exc:
                 self._task_log.failed(exc)
                 return
             self._task_log.succeeded()
         await asyncio.get_running_loop().run_in_executor(None, log_.delete_old_segments)
+
+    async def _ensure_loaded(self, tp: TopicPartition) -> None:
+        async with self._lock(tp):
+            state = self.states.get(tp)
+            partition = self.partitions.get(tp)
+            if state is None or state.loaded or partition is None:
+                return
+            if state.as_leader:
+                await self._load(state, partition.log)
+            else:
+                await self._follow(state, partition.log)
 
     async def _load(self, state: RemotePartitionState, log_) -> None:
         segments, orphans = await self.rsm.list_partition(state.directory)
@@ -158,6 +175,28 @@ class RemoteLogManager:
         log_.update_highest_offset_in_remote_storage(state.highest_offset)
         log.info("Loaded %d remote segment(s) of %s up to offset %d", len(kept), state.tp,
                  state.highest_offset)
+
+    async def _follow(self, state: RemotePartitionState, log_) -> None:
+        """A follower learns what the leader copied (Kafka's followers read it from
+        __remote_log_metadata), so its local retention deletes those segments too. Reads only
+        the metadata objects it has not seen; deletes nothing in the store."""
+        known = {s.segment_id: s for s in state.segments}
+        found = []
+        for key in await self.rsm.list_keys(state.directory + "/"):
+            parsed = parse_object_name(key.rsplit("/", 1)[-1])
+            if parsed is None or parsed[2] != METADATA:
+                continue
+            segment = known.get(parsed[1])
+            if segment is None:
+                try:
+                    segment = RemoteLogSegmentMetadata.from_json(await self.rsm.get(key))
+                except (KafkaError, ValueError, KeyError, TypeError):
+                    continue  # being deleted, or not ours to judge: the leader cleans up
+            if segment.state != DELETE_SEGMENT_STARTED:
+                found.append(segment)
+        state.segments = sorted(found, key=lambda m: (m.start_offset, m.end_offset))
+        state.loaded = True
+        log_.update_highest_offset_in_remote_storage(state.highest_offset)
 
     async def _copy(self, state: RemotePartitionState, log_) -> None:
         segments = log_.segments
@@ -295,8 +334,10 @@ class RemoteLogManager:
         """Whether a fetch at `fetch_offset` is for the store: below the local log start and at
         or above the log start offset."""
         state = self.states.get(tp)
-        if state is None or not state.loaded or fetch_offset >= log_.log_start_offset:
+        if state is None or fetch_offset >= log_.log_start_offset:
             return False
+        if not state.loaded:
+            return True  # `read` waits for the store's listing (a leader just elected)
         earliest = state.earliest_offset()
         return earliest is not None and fetch_offset >= earliest
 
@@ -306,9 +347,14 @@ class RemoteLogManager:
         whole with `min_one_message`), from the remote segment holding it; and under
         read_committed the aborted transactions overlapping them, (producer id, first offset)."""
         state = self.states.get(tp)
-        segment = state.segment_for(fetch_offset) if state is not None else None
+        if state is not None and not state.loaded:
+            await self._ensure_loaded(tp)
+        earliest = state.earliest_offset() if state is not None else None
+        segment = state.segment_for(fetch_offset) if earliest is not None and fetch_offset >= earliest else None
         if segment is None:
-            raise OffsetOutOfRangeError(f"Offset {fetch_offset} of {tp} is in no remote segment")
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {fetch_offset} for partition {tp}, but the log "
+                f"starts at offset {self.log_start_offset(tp, log_)}")
         fetch_offset = max(fetch_offset, segment.start_offset)
         self.fetch_requests += 1
         try:
@@ -340,24 +386,27 @@ class RemoteLogManager:
 
     async def complete_reads(self, results: dict) -> dict:
         """Fetch results with their PendingRemoteRead records read from the store, concurrently,
-        each within remote.fetch.max.wait.ms (else REQUEST_TIMED_OUT for that partition)."""
+        each answered within remote.fetch.max.wait.ms (else with no records this time)."""
         pending = {tp: r for tp, r in results.items() if type(r.records) is PendingRemoteRead}
 
         async def one(tp: TopicPartition, result):
             read = result.records
             partition = self.partitions.get(tp)
+            if partition is None:
+                return result._replace(error=NotLeaderOrFollowerError(f"This server no longer leads {tp}"),
+                                       records=None)
+            task = asyncio.get_running_loop().create_task(self.read(
+                tp, partition.log, read.fetch_offset, max_bytes=read.size,
+                min_one_message=read.min_one_message, read_committed=read.read_committed))
+            done, _ = await asyncio.wait({task}, timeout=self.fetch_max_wait_ms / 1000)
+            if not done:
+                # Kafka's DelayedRemoteFetch on expiry: nothing for this partition this time. The
+                # read goes on (what it loads and caches serves the client's next fetch).
+                self.fetch_timeouts += 1
+                task.add_done_callback(_consume_result)
+                return result._replace(records=None, aborted_transactions=() if read.read_committed else None)
             try:
-                if partition is None:
-                    raise NotLeaderOrFollowerError(f"This server no longer leads {tp}")
-                data, aborted = await asyncio.wait_for(
-                    self.read(tp, partition.log, read.fetch_offset, max_bytes=read.size,
-                              min_one_message=read.min_one_message, read_committed=read.read_committed),
-                    self.fetch_max_wait_ms / 1000)
-            except asyncio.TimeoutError:
-                self.fetch_errors += 1
-                return result._replace(error=RequestTimedOutError(
-                    f"Reading {tp} at offset {read.fetch_offset} from the remote store took over "
-                    f"remote.fetch.max.wait.ms ({self.fetch_max_wait_ms} ms)"), records=None)
+                data, aborted = task.result()
             except KafkaError as exc:
                 _read_log.log(logging.WARNING, type(exc).__name__, "Remote read of %s failed: %s", tp, exc)
                 return result._replace(error=exc, records=None)
@@ -427,6 +476,12 @@ class RemoteLogManager:
                 await self.rsm.delete_keys(keys)
             if keys:
                 log.info("Deleted %d remote object(s) of %s", len(keys), tp)
+
+
+def _consume_result(task: asyncio.Task) -> None:
+    """A remote read no fetch waits for any more: its error is not worth a traceback."""
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("Remote read finished after its fetch: %r", task.exception())
 
 
 def _next_offset_after(data: bytes) -> int:

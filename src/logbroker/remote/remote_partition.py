@@ -23,6 +23,7 @@ class RemotePartitionState:
         self.segments: list[RemoteLogSegmentMetadata] = []
         self.loaded = False
         self.log_start_floor = -1
+        self.as_leader = True  # else this broker follows the partition and only reads the store
 
     @property
     def highest_offset(self) -> int:

@@ -17,6 +17,7 @@ Threads: every method is a coroutine that only awaits the store; none blocks the
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -127,14 +128,18 @@ class RemoteStorageManager:
                 metadata_keys[segment_id] = key
         segments, orphans = [], []
         for segment_id, keys in by_segment.items():
-            meta_key = metadata_keys.get(segment_id)
-            if meta_key is None:
+            if segment_id not in metadata_keys:
                 orphans.extend(keys)
-                continue
-            try:
-                segments.append(RemoteLogSegmentMetadata.from_json(await self.get(meta_key)))
-            except RemoteResourceNotFoundError:
+        fetched = await asyncio.gather(*(self.get(k) for k in metadata_keys.values()), return_exceptions=True)
+        for (segment_id, meta_key), raw in zip(metadata_keys.items(), fetched):
+            keys = by_segment[segment_id]
+            if isinstance(raw, RemoteResourceNotFoundError):
                 orphans.extend(k for k in keys if k != meta_key)
+                continue
+            if isinstance(raw, BaseException):
+                raise raw
+            try:
+                segments.append(RemoteLogSegmentMetadata.from_json(raw))
             except (ValueError, KeyError, TypeError) as exc:
                 log.error("Unreadable remote segment metadata %s (%s); deleting the segment", meta_key, exc)
                 orphans.extend(keys)

@@ -29,6 +29,7 @@ from logbroker.errors import (
     KafkaError,
     NotEnoughReplicasAfterAppendError,
     NotLeaderOrFollowerError,
+    OffsetMovedToTieredStorageError,
     OffsetOutOfRangeError,
     RequestTimedOutError,
     TransactionCoordinatorFencedError,
@@ -545,8 +546,11 @@ class ReplicaManager:
                     return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
                                        partition.log.log_start_offset, preferred_read_replica=preferred)
             rlm = self.remote_log_manager
-            if rlm is not None and fetch_only_committed and rlm.serves(request.tp, partition.log,
-                                                                       request.fetch_offset):
+            if rlm is not None and rlm.serves(request.tp, partition.log, request.fetch_offset):
+                if not fetch_only_committed:  # a follower rebuilds from the store instead
+                    raise OffsetMovedToTieredStorageError(
+                        f"Offset {request.fetch_offset} of {request.tp} is below the local log start "
+                        f"offset {partition.log.log_start_offset}: it is in tiered storage")
                 partition.require_leader()
                 partition.check_leader_epoch(request.current_leader_epoch)
                 return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
