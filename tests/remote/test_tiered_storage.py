@@ -4,6 +4,8 @@ them locally after the copy, and serves consumers from offset 0 out of the bucke
 from __future__ import annotations
 
 import json
+import re
+import urllib.request
 
 import pytest
 from confluent_kafka import KafkaException, Producer
@@ -39,8 +41,17 @@ def remote_metadata(bucket, topic: str) -> list[dict]:
     return sorted(found, key=lambda m: m["start_offset"])
 
 
+def scrape(broker: BrokerProcess) -> dict[str, float]:
+    """The broker's /metrics samples, by name with labels as written."""
+    address = re.search(r"Metrics endpoint listening on (http://\S+/metrics)", broker.new_log_text()).group(1)
+    with urllib.request.urlopen(address, timeout=TIMEOUT_S) as response:
+        text = response.read().decode()
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line and not line.startswith("#")}
+
+
 def test_closed_segments_go_to_the_bucket_and_a_consumer_reads_all_from_offset_zero(tmp_path, bucket):
-    broker = start_broker(tmp_path, bucket)
+    broker = start_broker(tmp_path, bucket, **{"metrics.port": "0"})
     try:
         topic = "tiered"
         create_topic(broker.bootstrap, topic, config=TIERED)
@@ -82,6 +93,19 @@ def test_closed_segments_go_to_the_bucket_and_a_consumer_reads_all_from_offset_z
         assert latest_tiered.offset == remote_metadata(bucket, topic)[-1]["end_offset"]
         assert latest_tiered.offset >= earliest_local.offset - 1
         assert fetched.log_start_offset == 0
+
+        segments = remote_metadata(bucket, topic)
+        metrics = scrape(broker)
+        prefix = "kafka_server_brokertopicmetrics_"
+        assert metrics[prefix + "remotecopybytes_total"] == sum(m["segment_size_in_bytes"] for m in segments)
+        assert metrics[prefix + "remotecopyrequests_total"] == len(segments)
+        assert metrics[prefix + "remotecopyerrors_total"] == 0
+        assert metrics[prefix + "remotefetchbytes_total"] >= segments[-1]["end_offset"] * 100
+        assert metrics[prefix + "remotefetchrequests_total"] >= 1
+        assert metrics[prefix + f'remotelogsizebytes{{topic="{topic}"}}'] == \
+            sum(m["segment_size_in_bytes"] for m in segments)
+        assert metrics[prefix + f'remotelogmetadatacount{{topic="{topic}"}}'] == len(segments)
+        assert metrics[prefix + f'remotecopylagsegments{{topic="{topic}"}}'] == 0
     finally:
         broker.stop()
 

@@ -288,6 +288,14 @@ class RemoteLogManager:
         earliest = state.earliest_offset() if state is not None else None
         return log_.log_start_offset if earliest is None else min(earliest, log_.log_start_offset)
 
+    def copy_lag(self, tp: TopicPartition, log_) -> tuple[int, int]:
+        """(bytes, segments) of the closed local segments not yet copied (RemoteCopyLag*)."""
+        state = self.states.get(tp)
+        highest = -1 if state is None else state.highest_offset
+        segments = log_.segments
+        waiting = [s for s, following in zip(segments, segments[1:]) if following.base_offset - 1 > highest]
+        return sum(s.size for s in waiting), len(waiting)
+
     def highest_offset(self, tp: TopicPartition) -> int:
         """The last offset copied to the store, -1 when none (ListOffsets -5)."""
         state = self.states.get(tp)

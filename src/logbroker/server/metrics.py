@@ -75,6 +75,7 @@ from logbroker.coordinator.group import GroupType
 from logbroker.errors import KafkaError, MessageTooLargeError, UnknownTopicOrPartitionError
 from logbroker.protocol.apis import SUPPORTED_APIS, ApiKey
 from logbroker.protocol.responses.fetch import records_size
+from logbroker.server.remote_metrics import remote_storage_families
 
 log = logging.getLogger("kafka.metrics.PrometheusReporter")
 
@@ -327,6 +328,7 @@ class BrokerCollector:
         yield from self._group_lag()
         yield from self._group_coordinator()
         yield from self._transaction_coordinator()
+        yield from remote_storage_families(self.broker.replica_manager.remote_log_manager, partitions)
 
     def _topic_metrics(self, hosted_topics: set[str]) -> Iterable[Metric]:
         m = self.metrics
