@@ -53,11 +53,19 @@ from logbroker.remote.metadata import (
     parse_object_name,
 )
 from logbroker.remote.remote_partition import RemotePartitionState
-from logbroker.remote.remote_read import PendingRemoteRead, index_position, select_batches
+from logbroker.remote.remote_read import (
+    PendingRemoteRead,
+    batch_size_at,
+    index_position,
+    select_batches,
+    time_index_offset,
+)
 from logbroker.remote.storage_manager import RemoteStorageManager
 from logbroker.storage.checkpoints import random_kafka_uuid, uuid_to_kafka_str
+from logbroker.storage.file_records import first_record_at_or_after
 from logbroker.storage.log_segment import transaction_index_file
 from logbroker.storage.transaction_index import decode_aborted_txns
+from logbroker.storage.values import TimestampAndOffset
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.log.remote.RemoteLogManager")
@@ -470,6 +478,66 @@ class RemoteLogManager:
         else:
             self._indexes.move_to_end(key)
         return data
+
+    # --- timestamps -------------------------------------------------------------------------------
+
+    def may_hold_timestamp(self, tp: TopicPartition, log_, timestamp: int) -> bool:
+        """Whether ListOffsets for `timestamp` must look in the store: a remote segment below the
+        local log start reaches it (or the store is not listed yet)."""
+        state = self.states.get(tp)
+        if state is None:
+            return False
+        if not state.loaded:
+            return True
+        return any(s.max_timestamp_ms >= timestamp and s.start_offset < log_.log_start_offset
+                   for s in state.segments)
+
+    async def find_offset_by_timestamp(self, tp: TopicPartition, log_, timestamp: int):
+        """The first record in the remote segments, at or after the log start offset, whose
+        timestamp is at least `timestamp` (a TimestampAndOffset), or None. Reads each candidate
+        segment's time and offset indexes, then its batches from there; decodes one batch."""
+        state = self.states.get(tp)
+        if state is not None and not state.loaded:
+            await self._ensure_loaded(tp)
+        earliest = state.earliest_offset() if state is not None else None
+        if earliest is None:
+            return None
+        for segment in list(state.segments):
+            if segment.end_offset < earliest or segment.max_timestamp_ms < timestamp:
+                continue
+            start_offset = max(earliest, segment.start_offset,
+                               time_index_offset(await self._index(segment, TIME_INDEX),
+                                                 segment.start_offset, timestamp))
+            position = index_position(await self._index(segment, OFFSET_INDEX), segment.start_offset,
+                                      start_offset)
+            found = await self._search_batches(segment, position, timestamp, start_offset)
+            if found is not None:
+                return found
+        return None
+
+    async def _search_batches(self, segment: RemoteLogSegmentMetadata, position: int, timestamp: int,
+                              start_offset: int):
+        while position < segment.segment_size_in_bytes:
+            chunk = await self._chunk(segment, position, READ_AHEAD_BYTES)
+            at = 0
+            while (size := batch_size_at(chunk, at)) is not None and at + size <= len(chunk):
+                header = read_header(chunk, at)
+                if header.max_timestamp >= timestamp and header.last_offset >= start_offset:
+                    found = first_record_at_or_after(header, memoryview(chunk)[at:at + size], timestamp,
+                                                     start_offset)
+                    if found is not None:
+                        epoch = header.partition_leader_epoch
+                        return TimestampAndOffset(found[0], found[1], epoch if epoch >= 0 else -1)
+                at += size
+            if at == 0:  # a batch larger than the chunk: read exactly it
+                size = batch_size_at(chunk, 0)
+                if size is None:
+                    return None
+                chunk = await self.rsm.fetch_log_segment(segment, position, position + size)
+                self._chunks[segment.segment_id] = (position, chunk)
+                continue
+            position += at
+        return None
 
     # --- topic deletion ---------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 from logbroker.records.batch import read_header
 
 _INDEX_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
 _LENGTH = struct.Struct(">qi")  # baseOffset, batchLength
 LOG_OVERHEAD = 12
 HEADER_SIZE = 61
@@ -36,6 +37,18 @@ def index_position(index: bytes, base_offset: int, target_offset: int) -> int:
             found, lo = position, mid + 1
         else:
             hi = mid - 1
+    return found
+
+
+def time_index_offset(index: bytes, base_offset: int, timestamp: int) -> int:
+    """Kafka's TimeIndex.lookup: the offset of the last entry (12 bytes: timestamp int64,
+    relative offset int32) whose timestamp is at most `timestamp`; the base offset when none."""
+    found = base_offset
+    for position in range(0, len(index) - len(index) % _TIME_ENTRY.size, _TIME_ENTRY.size):
+        entry_timestamp, relative = _TIME_ENTRY.unpack_from(index, position)
+        if entry_timestamp > timestamp or (position and entry_timestamp == 0 and relative == 0):
+            break
+        found = base_offset + relative
     return found
 
 

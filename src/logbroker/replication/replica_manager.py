@@ -593,9 +593,11 @@ class ReplicaManager:
                                    only_committed: bool = True,
                                    isolation_level: int = 0) -> TimestampAndOffset | None:
         """ListOffsets: -1 latest (for consumers the high watermark, or under READ_COMMITTED
-        (`isolation_level` 1) the last stable offset), -2 earliest (and -4, the earliest local,
-        the same without tiered storage), -3 the max timestamp, -5 the latest tiered (-1/-1:
-        none), else the first offset whose timestamp is at least `timestamp` below that bound."""
+        (`isolation_level` 1) the last stable offset), -2 earliest (with tiered storage the first
+        offset in the remote store), -4 the earliest local, -3 the max timestamp (of the local
+        log), -5 the last offset copied to remote storage (-1/-1: none), else the first offset
+        whose timestamp is at least `timestamp` below that bound — an awaitable of it when the
+        remote segments may hold it."""
         partition = self.leader_partition(tp)
         partition.check_leader_epoch(current_leader_epoch)
         last_fetchable = partition.last_fetchable_offset(only_committed, isolation_level == 1)
@@ -612,10 +614,20 @@ class ReplicaManager:
         if timestamp == LATEST_TIERED_TIMESTAMP and rlm is not None:
             highest = rlm.highest_offset(tp)
             return TimestampAndOffset(-1, highest, -1 if highest < 0 else rlm.epoch_for_offset(tp, highest))
+        if timestamp >= 0 and rlm is not None and rlm.may_hold_timestamp(tp, partition.log, timestamp):
+            return self._offset_for_timestamp_from_remote(partition, timestamp, last_fetchable)
         found = partition.log.fetch_offset_by_timestamp(timestamp)
         if found is None or found.offset >= last_fetchable:
             return None
         return found
+
+    async def _offset_for_timestamp_from_remote(self, partition: Partition, timestamp: int,
+                                                last_fetchable: int) -> TimestampAndOffset | None:
+        """A timestamp the remote segments may reach: search them first, then the local log."""
+        found = await self.remote_log_manager.find_offset_by_timestamp(partition.tp, partition.log, timestamp)
+        if found is None:
+            found = partition.log.fetch_offset_by_timestamp(timestamp)
+        return None if found is None or found.offset >= last_fetchable else found
 
     def delete_records(self, tp: TopicPartition, offset: int) -> int:
         """DeleteRecords: move the log start offset up to `offset` (-1: the high watermark).
