@@ -10,7 +10,7 @@ import uuid
 from logbroker.testing import ClusterProcess
 
 from clients import consume_confluent, produce_confluent
-from conftest import wait_until
+from tiered_helpers import wait_until
 from test_tiered_storage import PRODUCER, TIERED, local_segments, remote_metadata, specs
 
 

@@ -17,7 +17,7 @@ from confluent_kafka import TopicPartition as CkTopicPartition
 from logbroker.testing import TEST_OVERRIDES, BrokerProcess
 
 from clients import TIMEOUT_S, RawClient, Spec, admin, consume_confluent, create_topic, produce_confluent
-from conftest import wait_until
+from tiered_helpers import wait_until
 
 TIERED = {"remote.storage.enable": "true", "segment.bytes": "8192", "local.retention.bytes": "16384",
           "file.delete.delay.ms": "0"}
@@ -261,4 +261,28 @@ def test_tiered_topic_configs_are_checked_as_kafka_checks_them(tmp_path, bucket)
                                                            "local.retention.ms": "1000"})
     finally:
         plain.stop()
+        broker.stop()
+
+
+def test_a_missing_bucket_keeps_local_data_counts_errors_and_copying_resumes_once_it_exists(tmp_path, bucket):
+    name = f"{bucket.name}-late"
+    overrides = {**bucket.broker_overrides(), "rsm.config.s3.bucket": name, "metrics.port": "0"}
+    broker = BrokerProcess(tmp_path / "broker", overrides={
+        **TEST_OVERRIDES, **overrides, "remote.log.manager.task.interval.ms": "100"}).start()
+    try:
+        topic = "tiered-late"
+        create_topic(broker.bootstrap, topic, config=TIERED)
+        produce_confluent(broker.bootstrap, topic, specs(1000), **PRODUCER)
+        errors = "kafka_server_brokertopicmetrics_remotecopyerrors_total"
+        wait_until(lambda: scrape(broker).get(errors, 0) >= 3, "copy errors counted")
+        assert local_segments(broker, topic)[0] == 0  # nothing deleted locally
+        assert "the bucket does not exist" in broker.new_log_text()
+        records = consume_confluent(broker.bootstrap, topic, {0: 0}, 1000)
+        assert [r.offset for r in records] == list(range(1000))
+
+        bucket.client.create_bucket(Bucket=name)
+        wait_until(lambda: local_segments(broker, topic)[0] > 0, "copies once the bucket exists")
+        records = consume_confluent(broker.bootstrap, topic, {0: 0}, 1000)
+        assert [r.offset for r in records] == list(range(1000))
+    finally:
         broker.stop()

@@ -34,7 +34,7 @@ import logging
 from collections import OrderedDict
 
 from logbroker.errors import KafkaError
-from logbroker.log_limits import StateChangeLog
+from logbroker.log_limits import RateLimitedLog
 from logbroker.remote.metadata import (
     DELETE_SEGMENT_STARTED,
     LEADER_EPOCH,
@@ -72,7 +72,8 @@ class RemoteLogManager(RemoteLogReads):
         self._locks: dict[TopicPartition, asyncio.Lock] = {}
         self._indexes: OrderedDict[tuple[str, str], bytes] = OrderedDict()
         self._chunks: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
-        self._task_log = StateChangeLog(log, "Remote log manager task")
+        # A failing store fails every pass of every partition: a few lines a minute per partition.
+        self._task_log = RateLimitedLog(log, burst=3, interval_s=60.0)
         # Counters for the metrics (Kafka's RemoteCopyBytesPerSec, RemoteFetchBytesPerSec, …).
         self.copy_bytes = self.copy_requests = self.copy_errors = 0
         self.fetch_bytes = self.fetch_requests = self.fetch_errors = self.fetch_timeouts = 0
@@ -107,9 +108,8 @@ class RemoteLogManager(RemoteLogReads):
         for tp in list(self.states):
             try:
                 await self._run_partition(tp)
-            except Exception as exc:  # noqa: BLE001 - a bug on one partition must not stop the task
+            except Exception:  # noqa: BLE001 - a bug on one partition must not stop the task
                 log.exception("Remote log manager task failed on %s", tp)
-                self._task_log.failed(exc)
 
     async def _run_partition(self, tp: TopicPartition) -> None:
         async with self._lock(tp):
@@ -122,15 +122,19 @@ class RemoteLogManager(RemoteLogReads):
                 if not state.as_leader:
                     await self._follow(state, log_)
                 elif not state.loaded:
-                    await self._load(state, log_)
+                    try:
+                        await self._load(state, log_)
+                    except KafkaError:
+                        self.copy_errors += 1  # nothing is copied while the store cannot be listed
+                        raise
                 if state.as_leader and not log_.config.remote_log_copy_disable:
                     await self._copy(state, log_)
                 if state.as_leader:
                     await self._expire(state, log_)
             except KafkaError as exc:
-                self._task_log.failed(exc)
+                self._task_log.log(logging.ERROR, str(tp), "Remote log manager task failed on %s: %s "
+                                   "(local segments are kept until their copy succeeds)", tp, exc)
                 return
-            self._task_log.succeeded()
         await asyncio.get_running_loop().run_in_executor(None, log_.delete_old_segments)
 
     async def _ensure_loaded(self, tp: TopicPartition) -> None:
@@ -226,6 +230,10 @@ class RemoteLogManager(RemoteLogReads):
             await self.rsm.copy_log_segment_data(metadata, files)
         except KafkaError:
             self.copy_errors += 1
+            try:  # what was written is an orphan now (the next load would delete it too)
+                await self.rsm.delete_keys(metadata.data_keys())
+            except KafkaError:
+                pass
             raise
         state.add(metadata)
         log_.update_highest_offset_in_remote_storage(metadata.end_offset)
@@ -312,7 +320,7 @@ class RemoteLogManager(RemoteLogReads):
         try:
             await self.rsm.put(f"{state.directory}/log-start-offset", str(offset).encode())
         except KafkaError as exc:
-            self._task_log.failed(exc)
+            self._task_log.log(logging.ERROR, str(tp), "Saving the log start offset of %s failed: %s", tp, exc)
             return
         await self._run_partition(tp)
 

@@ -184,10 +184,27 @@ class RemoteStorageManager:
         try:
             await obstore.put_async(self._store, key, source)
         except Exception as exc:  # noqa: BLE001
-            raise _mapped(exc, key) from exc
+            raise _mapped(exc, key, writing=True) from exc
 
 
-def _mapped(exc: Exception, key: str) -> RemoteStorageError:
+def _mapped(exc: Exception, key: str, *, writing: bool = False) -> RemoteStorageError:
+    """The store's error as ours, in one line (obstore's messages carry a debug dump after it)."""
     if isinstance(exc, FileNotFoundError):
+        if writing:  # S3 answers NoSuchBucket with 404 too
+            return RemoteStorageError(f"Cannot write {key} to the remote store: the bucket does not exist")
         return RemoteResourceNotFoundError(f"Remote object {key} not found")
-    return RemoteStorageError(f"Remote store failed on {key}: {type(exc).__name__}: {exc}")
+    text = str(exc).strip()
+    for code, meaning in _S3_CODES.items():
+        if f"<Code>{code}</Code>" in text:
+            return RemoteStorageError(f"Remote store failed on {key}: {meaning} ({code})")
+    first = text.splitlines()[0][:400] if text else ""
+    return RemoteStorageError(f"Remote store failed on {key}: {type(exc).__name__}: {first}")
+
+
+# S3 error codes worth naming in the one log line (the rest show the store's first line).
+_S3_CODES = {
+    "NoSuchBucket": "the bucket does not exist",
+    "AccessDenied": "access denied",
+    "InvalidAccessKeyId": "the credentials were refused",
+    "SignatureDoesNotMatch": "the credentials were refused",
+}

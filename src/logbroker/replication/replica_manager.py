@@ -545,24 +545,26 @@ class ReplicaManager:
                     partition.check_leader_epoch(request.current_leader_epoch)
                     return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
                                        partition.log.log_start_offset, preferred_read_replica=preferred)
-            rlm = self.remote_log_manager
-            if rlm is not None and rlm.serves(request.tp, partition.log, request.fetch_offset):
-                if not fetch_only_committed:  # a follower rebuilds from the store instead
-                    raise OffsetMovedToTieredStorageError(
-                        f"Offset {request.fetch_offset} of {request.tp} is below the local log start "
-                        f"offset {partition.log.log_start_offset}: it is in tiered storage")
-                partition.require_leader()
-                partition.check_leader_epoch(request.current_leader_epoch)
-                return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
-                                   rlm.log_start_offset(request.tp, partition.log),
-                                   PendingRemoteRead(request.fetch_offset, max_bytes, min_one_message,
-                                                     read_committed))
-            info = partition.read_records(request.fetch_offset, max_bytes=max_bytes,
-                                          current_leader_epoch=request.current_leader_epoch,
-                                          fetch_only_committed=fetch_only_committed,
-                                          min_one_message=min_one_message,
-                                          read_committed=read_committed,
-                                          fetch_only_from_leader=client_metadata is None)
+            remote = self._remote_read(partition, request, max_bytes=max_bytes, min_one_message=min_one_message,
+                                       fetch_only_committed=fetch_only_committed, read_committed=read_committed)
+            if remote is not None:
+                return remote
+            try:
+                info = partition.read_records(request.fetch_offset, max_bytes=max_bytes,
+                                              current_leader_epoch=request.current_leader_epoch,
+                                              fetch_only_committed=fetch_only_committed,
+                                              min_one_message=min_one_message,
+                                              read_committed=read_committed,
+                                              fetch_only_from_leader=client_metadata is None)
+            except OffsetOutOfRangeError:
+                # Local retention may have deleted the segment since `_remote_read` looked.
+                remote = self._remote_read(partition, request, max_bytes=max_bytes,
+                                           min_one_message=min_one_message,
+                                           fetch_only_committed=fetch_only_committed,
+                                           read_committed=read_committed)
+                if remote is None:
+                    raise
+                return remote
         except KafkaError as exc:
             if partition is None or isinstance(exc, NotLeaderOrFollowerError):
                 return FetchResult(exc)
@@ -579,6 +581,25 @@ class ReplicaManager:
         log_ = partition.log
         return FetchResult(None, log_.high_watermark, log_.last_stable_offset, self.log_start_offset(partition),
                            region, aborted)
+
+    def _remote_read(self, partition: Partition, request: FetchPartitionRequest, *, max_bytes: int,
+                     min_one_message: bool, fetch_only_committed: bool,
+                     read_committed: bool) -> FetchResult | None:
+        """For an offset below the local log start of a tiered partition: a consumer's result
+        with the remote read still to do (PendingRemoteRead); OFFSET_MOVED_TO_TIERED_STORAGE for
+        a follower. None for an offset the local log has."""
+        rlm = self.remote_log_manager
+        if rlm is None or not rlm.serves(request.tp, partition.log, request.fetch_offset):
+            return None
+        if not fetch_only_committed:  # a follower rebuilds from the store instead
+            raise OffsetMovedToTieredStorageError(
+                f"Offset {request.fetch_offset} of {request.tp} is below the local log start "
+                f"offset {partition.log.log_start_offset}: it is in tiered storage")
+        partition.require_leader()
+        partition.check_leader_epoch(request.current_leader_epoch)
+        return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
+                           rlm.log_start_offset(request.tp, partition.log),
+                           PendingRemoteRead(request.fetch_offset, max_bytes, min_one_message, read_committed))
 
     def log_start_offset(self, partition: Partition) -> int:
         """Kafka's logStartOffset: on a tiered partition the earliest offset in the remote store
