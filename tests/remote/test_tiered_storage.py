@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -41,6 +42,11 @@ def specs(count: int, start: int = 0) -> list[Spec]:
 
 def local_segments(broker: BrokerProcess, topic: str) -> list[int]:
     return sorted(int(p.stem) for p in (broker.data_dir / f"{topic}-0").glob("*.log"))
+
+
+def earliest_offset(broker: BrokerProcess, topic: str) -> int:
+    with RawClient(broker.bootstrap) as client:
+        return client.list_offset(topic, 0, -2, version=9).offset
 
 
 def remote_metadata(bucket, topic: str) -> list[dict]:
@@ -220,7 +226,13 @@ def test_delete_records_and_topic_deletion_remove_remote_segments_in_the_local_s
         [deleted] = admin(broker.bootstrap).delete_records([CkTopicPartition(topic, 0, cut)]).values()
         assert deleted.result(TIMEOUT_S).low_watermark == cut
         def remote_ends() -> list[int]:
-            return sorted(json.loads(p.read_bytes())["end_offset"] for p in directory.glob("*.metadata"))
+            ends = []
+            for path in directory.glob("*.metadata"):
+                try:
+                    ends.append(json.loads(path.read_bytes())["end_offset"])
+                except FileNotFoundError:
+                    pass  # deleted while we looked
+            return sorted(ends)
         wait_until(lambda: remote_ends()[0] >= cut, "remote segments below the new log start deleted")
         assert set(first_metas) - set(remote_ends()) == set(first_metas[:3])
         with RawClient(broker.bootstrap) as client:
@@ -229,6 +241,11 @@ def test_delete_records_and_topic_deletion_remove_remote_segments_in_the_local_s
         assert [r.offset for r in records] == list(range(cut, 2000))
         with pytest.raises(KafkaException, match="Offset out of range"):
             consume_confluent(broker.bootstrap, topic, {0: 0}, 1, timeout_s=5)
+        broker.stop()
+        broker.start()  # the log start offset inside the remote range survives a restart
+        wait_until(lambda: earliest_offset(broker, topic) == cut, "the log start offset read back from the store")
+        records = consume_confluent(broker.bootstrap, topic, {0: cut}, 2000 - cut)
+        assert [r.offset for r in records] == list(range(cut, 2000))
 
         admin(broker.bootstrap).delete_topics([topic])[topic].result(TIMEOUT_S)
         wait_until(lambda: not any(directory.iterdir()) if directory.exists() else True,
@@ -286,3 +303,42 @@ def test_a_missing_bucket_keeps_local_data_counts_errors_and_copying_resumes_onc
         assert [r.offset for r in records] == list(range(1000))
     finally:
         broker.stop()
+
+
+def test_a_topic_lost_with_its_broker_is_restored_from_the_bucket_and_goes_on(tmp_path, bucket):
+    broker = start_broker(tmp_path, bucket)
+    topic = "tiered-lost"
+    try:
+        create_topic(broker.bootstrap, topic, partitions=2, config=TIERED)
+        for partition in (0, 1):
+            produce_confluent(broker.bootstrap, topic, [Spec(partition, s.key, s.value, timestamp=s.timestamp)
+                                                        for s in specs(800)], **PRODUCER)
+        for partition in (0, 1):
+            wait_until(lambda p=partition: sorted(int(f.stem) for f in (broker.data_dir / f"{topic}-{p}").glob("*.log"))[0] > 0,
+                       f"partition {partition} copied")
+    finally:
+        broker.stop()
+    copied = {p: max(json.loads(bucket.get(k))["end_offset"] for k in bucket.keys()
+                     if k.endswith(".metadata") and k.split("/")[1].startswith(f"{topic}-{p}-"))
+              for p in (0, 1)}
+    shutil.rmtree(broker.base_dir)  # the broker, its disk and its topic metadata are gone
+
+    fresh = start_broker(tmp_path / "fresh", bucket)
+    try:
+        restored = subprocess.run(
+            [sys.executable, "-m", "logbroker.cli", "restore-topic", "--bootstrap-server", fresh.bootstrap,
+             "--topic", topic, *[f"--store-config={k}={v}" for k, v in bucket.broker_overrides().items()
+                                 if k.startswith(("rsm.", "remote.log.storage.manager"))],
+             "--config", "segment.bytes=8192"],
+            capture_output=True, text=True, timeout=120)
+        assert restored.returncode == 0, restored.stderr
+        assert f"Restored topic {topic}" in restored.stdout
+        for partition in (0, 1):
+            records = consume_confluent(fresh.bootstrap, topic, {partition: 0}, copied[partition] + 1)
+            assert [r.offset for r in records] == list(range(copied[partition] + 1))
+            assert [r.value for r in records] == [s.value for s in specs(copied[partition] + 1)]
+        produce_confluent(fresh.bootstrap, topic, [Spec(0, b"k", b"after the restore")])
+        [after] = consume_confluent(fresh.bootstrap, topic, {0: copied[0] + 1}, 1)
+        assert (after.offset, after.value) == (copied[0] + 1, b"after the restore")
+    finally:
+        fresh.stop()

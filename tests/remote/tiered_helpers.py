@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import time
 import uuid
+
+from logbroker.testing import wait_for
 
 
 class Bucket:
@@ -40,12 +41,5 @@ class Bucket:
 
 
 def wait_until(predicate, what: str, timeout_s: float = 20.0):
-    """Poll `predicate` until it returns something true (background work: uploads, expiry)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    """logbroker.testing.wait_for, polling faster (uploads and expiry run every 100 ms here)."""
+    return wait_for(predicate, timeout_s, 0.05, what=what)

@@ -22,7 +22,8 @@ commit of an upload. Objects of a segment id without a COPY_SEGMENT_FINISHED met
 leftovers of a crashed upload and are deleted by the next pass (each attempt uses a fresh segment
 id, so a retry never overwrites them). A deletion first rewrites the metadata as
 DELETE_SEGMENT_STARTED, then deletes the files, the metadata last; a crash in between is finished
-by the next pass.
+by the next pass. While `logbroker restore-topic` fills a directory it holds a `restoring`
+object, and no broker loads (or cleans) the directory until it is gone.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ TRANSACTION_INDEX = ".txnindex"
 PRODUCER_SNAPSHOT = ".snapshot"
 LEADER_EPOCH = ".leader_epoch_checkpoint"
 METADATA = ".metadata"
+RESTORING = "restoring"  # a partition directory `logbroker restore-topic` is still filling
 DATA_SUFFIXES = (SEGMENT, OFFSET_INDEX, TIME_INDEX, TRANSACTION_INDEX, PRODUCER_SNAPSHOT, LEADER_EPOCH)
 
 

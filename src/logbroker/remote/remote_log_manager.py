@@ -41,6 +41,7 @@ from logbroker.remote.metadata import (
     METADATA,
     OFFSET_INDEX,
     PRODUCER_SNAPSHOT,
+    RESTORING,
     SEGMENT,
     TIME_INDEX,
     TRANSACTION_INDEX,
@@ -49,12 +50,16 @@ from logbroker.remote.metadata import (
 )
 from logbroker.remote.remote_log_reads import RemoteLogReads
 from logbroker.remote.remote_partition import RemotePartitionState
-from logbroker.remote.storage_manager import RemoteStorageManager
+from logbroker.remote.storage_manager import RemoteResourceNotFoundError, RemoteStorageManager
 from logbroker.storage.checkpoints import random_kafka_uuid, uuid_to_kafka_str
 from logbroker.storage.log_segment import transaction_index_file
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.log.remote.RemoteLogManager")
+
+
+def _holds_nothing(log_) -> bool:
+    return log_.log_end_offset == log_.log_start_offset
 
 
 class RemoteLogManager(RemoteLogReads):
@@ -121,7 +126,8 @@ class RemoteLogManager(RemoteLogReads):
             try:
                 if not state.as_leader:
                     await self._follow(state, log_)
-                elif not state.loaded:
+                elif not state.loaded or (not state.segments and _holds_nothing(log_)):
+                    # An empty log keeps looking: a restored topic's segments may arrive.
                     try:
                         await self._load(state, log_)
                     except KafkaError:
@@ -149,6 +155,8 @@ class RemoteLogManager(RemoteLogReads):
                 await self._follow(state, partition.log)
 
     async def _load(self, state: RemotePartitionState, log_) -> None:
+        if await self.rsm.exists(f"{state.directory}/{RESTORING}"):
+            return  # `logbroker restore-topic` is still copying: its objects are no orphans
         segments, orphans = await self.rsm.list_partition(state.directory)
         if orphans:
             log.info("Deleting %d object(s) of unfinished copies of %s: %s", len(orphans), state.tp,
@@ -166,8 +174,17 @@ class RemoteLogManager(RemoteLogReads):
         state.log_start_floor = await self._read_floor(state)
         state.loaded = True
         log_.update_highest_offset_in_remote_storage(state.highest_offset)
-        log.info("Loaded %d remote segment(s) of %s up to offset %d", len(kept), state.tp,
-                 state.highest_offset)
+        if kept and _holds_nothing(log_) and log_.log_end_offset <= state.highest_offset:
+            # An erased disk, or a topic restored from the store: the log goes on after the
+            # store's last offset instead of writing offsets the store already has.
+            start = state.highest_offset + 1
+            log.info("The local log of %s is empty and the remote store holds offsets up to %d: "
+                     "starting the local log at %d", state.tp, state.highest_offset, start)
+            # On the event loop, right after the check: no append can come in between (and an
+            # empty log's one segment is quick to replace).
+            log_.truncate_fully_and_start_at(start)
+        log.log(logging.INFO if kept else logging.DEBUG, "Loaded %d remote segment(s) of %s up to offset %d",
+                len(kept), state.tp, state.highest_offset)
 
     async def _follow(self, state: RemotePartitionState, log_) -> None:
         """A follower learns what the leader copied (Kafka's followers read it from
@@ -325,12 +342,12 @@ class RemoteLogManager(RemoteLogReads):
         await self._run_partition(tp)
 
     async def _read_floor(self, state: RemotePartitionState) -> int:
-        keys = await self.rsm.list_keys(f"{state.directory}/log-start-offset")
-        if not keys:
-            return -1
         try:
-            return int(await self.rsm.get(keys[0]))
+            return int(await self.rsm.get(f"{state.directory}/log-start-offset"))
+        except RemoteResourceNotFoundError:
+            return -1
         except ValueError:
+            log.error("Ignoring an unreadable log-start-offset object of %s", state.tp)
             return -1
 
     # --- topic deletion ---------------------------------------------------------------------------

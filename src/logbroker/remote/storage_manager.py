@@ -98,7 +98,7 @@ class RemoteStorageManager:
         try:
             return bytes(await obstore.get_range_async(self._store, key, start=start, end=end))
         except Exception as exc:  # noqa: BLE001 - the one place the store's errors are mapped
-            raise _mapped(exc, key) from exc
+            raise mapped_error(exc, key) from exc
 
     async def fetch_file(self, metadata: RemoteLogSegmentMetadata, suffix: str) -> bytes:
         """One whole file of a segment (an index, the snapshot, the epochs)."""
@@ -147,28 +147,45 @@ class RemoteStorageManager:
         return segments, orphans
 
     async def list_keys(self, prefix: str | None = None) -> list[str]:
+        """The keys below the directory `prefix` (whole path segments: `a/b` lists `a/b/…`)."""
         try:
             keys = []
             async for batch in obstore.list(self._store, prefix):
                 keys.extend(item["path"] for item in batch)
             return keys
         except Exception as exc:  # noqa: BLE001
-            raise _mapped(exc, prefix or "/") from exc
+            raise mapped_error(exc, prefix or "/") from exc
 
     async def list_directories(self) -> list[str]:
         """The top-level directories (one per partition ever tiered)."""
         try:
             found = await obstore.list_with_delimiter_async(self._store)
         except Exception as exc:  # noqa: BLE001
-            raise _mapped(exc, "/") from exc
+            raise mapped_error(exc, "/") from exc
         return [p.rstrip("/") for p in found["common_prefixes"]]
+
+    async def exists(self, key: str) -> bool:
+        try:
+            await obstore.head_async(self._store, key)
+            return True
+        except FileNotFoundError:
+            return False
+        except Exception as exc:  # noqa: BLE001
+            raise mapped_error(exc, key) from exc
 
     async def get(self, key: str) -> bytes:
         try:
             result = await obstore.get_async(self._store, key)
             return bytes(await result.bytes_async())
         except Exception as exc:  # noqa: BLE001
-            raise _mapped(exc, key) from exc
+            raise mapped_error(exc, key) from exc
+
+    async def copy(self, source: str, target: str) -> None:
+        """A copy made by the store itself (S3 CopyObject), no bytes through this process."""
+        try:
+            await obstore.copy_async(self._store, source, target)
+        except Exception as exc:  # noqa: BLE001
+            raise mapped_error(exc, source) from exc
 
     async def delete_keys(self, keys: list[str]) -> None:
         """Delete objects; one already gone is no error."""
@@ -178,16 +195,16 @@ class RemoteStorageManager:
             except FileNotFoundError:
                 pass
             except Exception as exc:  # noqa: BLE001
-                raise _mapped(exc, key) from exc
+                raise mapped_error(exc, key) from exc
 
     async def put(self, key: str, source: Path | bytes) -> None:
         try:
             await obstore.put_async(self._store, key, source)
         except Exception as exc:  # noqa: BLE001
-            raise _mapped(exc, key, writing=True) from exc
+            raise mapped_error(exc, key, writing=True) from exc
 
 
-def _mapped(exc: Exception, key: str, *, writing: bool = False) -> RemoteStorageError:
+def mapped_error(exc: Exception, key: str, *, writing: bool = False) -> RemoteStorageError:
     """The store's error as ours, in one line (obstore's messages carry a debug dump after it)."""
     if isinstance(exc, FileNotFoundError):
         if writing:  # S3 answers NoSuchBucket with 404 too
