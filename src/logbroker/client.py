@@ -2,7 +2,15 @@
 
 Used by followers (Fetch with their replica id, OffsetForLeaderEpoch) and later by the CLI and
 Spark. One request in flight per connection is enough for a follower, so `request()` is a plain
-send-then-read under a lock. Encoding and decoding are pure functions (`encode_request`,
+send-then-read under a lock.
+
+A connection kept open between requests goes stale when its peer restarts: the next request on it
+reads EOF or a reset. That failure is a StaleConnectionError, and `BrokerConnections.request` sends
+a request the caller marks `idempotent` (one that has the same effect sent twice: the share-group
+state APIs, a verify-only AddPartitionsToTxn, WriteTxnMarkers) once more on a new connection, to
+the broker's address as the metadata gives it now, with one log line. A connection opened for the
+request that fails, or a timeout, is not retried here: the peer is down or slow, and the caller
+decides. Encoding and decoding are pure functions (`encode_request`,
 `decode_response`); only `KafkaConnection` touches a socket.
 
 A ClientSecurity secures the connection as the inter-broker listener demands: TLS (an SSLContext
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import ssl
 import struct
 from dataclasses import dataclass
@@ -28,12 +37,19 @@ from kio.serial import entity_reader, entity_writer
 from logbroker.errors import KafkaError
 from logbroker.protocol import apis
 
+log = logging.getLogger("kafka.clients.NetworkClient")
+
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 
 
 class ConnectionClosedError(KafkaError):
     """The peer closed the connection or it could not be opened; reconnect and retry."""
+
+
+class StaleConnectionError(ConnectionClosedError):
+    """A connection that had been open before the request broke under it (EOF, reset): the peer
+    restarted or dropped it. A new connection may well succeed."""
 
 
 class SaslAuthenticationError(ConnectionClosedError):
@@ -50,9 +66,36 @@ class ClientSecurity:
     sasl_mechanism: str | None = None
     username: str = ""
     password: str = ""
+    token_auth: bool = False  # SCRAM with a delegation token: username its id, password its HMAC
 
 
 PLAINTEXT = ClientSecurity()
+
+
+def client_security(properties: dict[str, str]):
+    """logbroker.client's ClientSecurity from client properties (security.protocol, sasl.mechanism,
+    sasl.username/sasl.password or sasl.jaas.config (with tokenauth="true" for a delegation token,
+    as Kafka's ScramLoginModule takes it), ssl.ca.location or ssl.truststore.location as PEM,
+    ssl.endpoint.identification.algorithm)."""
+    protocol = properties.get("security.protocol", "PLAINTEXT").upper()
+    ssl_context = None
+    if protocol in ("SSL", "SASL_SSL"):
+        ssl_context = ssl.create_default_context(
+            cafile=properties.get("ssl.ca.location") or properties.get("ssl.truststore.location"))
+        if properties.get("ssl.endpoint.identification.algorithm", "https") in ("", "none"):
+            ssl_context.check_hostname = False
+    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return ClientSecurity(protocol, ssl_context)
+    username, password = properties.get("sasl.username", ""), properties.get("sasl.password", "")
+    jaas = properties.get("sasl.jaas.config")
+    token_auth = False
+    if jaas and not username:
+        from logbroker.security.jaas import parse_jaas
+        options = parse_jaas(jaas)[2]
+        username, password = options.get("username", ""), options.get("password", "")
+        token_auth = options.get("tokenauth", "false").lower() == "true"  # a delegation token
+    return ClientSecurity(protocol, ssl_context, properties.get("sasl.mechanism", "GSSAPI").upper(),
+                          username, password, token_auth)
 
 
 def encode_request(body: Any, *, correlation_id: int, client_id: str) -> bytes:
@@ -93,7 +136,8 @@ class KafkaConnection:
         self._lock = asyncio.Lock()
 
     async def request(self, body: Any) -> Any:
-        """Send one request and return its decoded response. Raises ConnectionClosedError."""
+        """Send one request and return its decoded response. Raises ConnectionClosedError
+        (StaleConnectionError when a connection opened before broke under it)."""
         return await self._call(self._round_trip, body)
 
     async def request_frame(self, body: Any) -> bytes:
@@ -103,13 +147,18 @@ class KafkaConnection:
 
     async def _call(self, exchange, body: Any):
         async with self._lock:
+            reused = self._writer is not None
             try:
-                if self._writer is None:
+                if not reused:
                     await self._open()
                 return await exchange(body)
-            except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
+            except asyncio.TimeoutError as exc:  # before OSError: TimeoutError is one
                 await self.close()
                 raise ConnectionClosedError(f"connection to {self.host}:{self.port} failed: {exc!r}") from exc
+            except (OSError, asyncio.IncompleteReadError) as exc:
+                await self.close()
+                error = StaleConnectionError if reused else ConnectionClosedError
+                raise error(f"connection to {self.host}:{self.port} failed: {exc!r}") from exc
             except ConnectionClosedError:
                 await self.close()
                 raise
@@ -141,7 +190,8 @@ class KafkaConnection:
             return
         from logbroker.security.sasl import SaslFailed
         from logbroker.security.scram import ScramSaslClient
-        scram = ScramSaslClient(mechanism, security.username, security.password)
+        scram = ScramSaslClient(mechanism, security.username, security.password,
+                                token_auth=security.token_auth)
         try:
             final = scram.final_message(await self._sasl_token(scram.first_message()))
             scram.verify(await self._sasl_token(final))
@@ -177,6 +227,12 @@ class KafkaConnection:
                                         f"{self._correlation_id} expected")
         return response
 
+    def abort(self) -> None:
+        """Drop the socket at once (the broker moved to another address)."""
+        writer, self._writer, self._reader = self._writer, None, None
+        if writer is not None:
+            writer.transport.abort()
+
     async def close(self) -> None:
         writer, self._writer, self._reader = self._writer, None, None
         if writer is not None and self.security.ssl_context is not None:
@@ -193,8 +249,9 @@ class KafkaConnection:
 
 class BrokerConnections:
     """One KafkaConnection per broker id, opened on first use: how a broker reaches the others'
-    inter-broker listener for its own requests (transaction markers, KIP-890 verification).
-    `endpoint(broker_id)` gives (host, port), or None while the broker is unknown."""
+    inter-broker listener for its own requests (transaction markers, KIP-890 verification, share
+    state). `endpoint(broker_id)` gives (host, port), or None while the broker is unknown; a broker
+    that comes back at another address gets a new connection."""
 
     def __init__(self, *, endpoint, client_id: str, security: ClientSecurity = PLAINTEXT,
                  timeout_ms: int = 30_000) -> None:
@@ -205,15 +262,38 @@ class BrokerConnections:
         self._connections: dict[int, KafkaConnection] = {}
 
     def get(self, broker_id: int) -> KafkaConnection | None:
+        address = self._endpoint(broker_id)
+        if address is None:
+            return None
         connection = self._connections.get(broker_id)
+        if connection is not None and (connection.host, connection.port) != tuple(address):
+            connection.abort()
+            connection = None
         if connection is None:
-            address = self._endpoint(broker_id)
-            if address is None:
-                return None
             connection = self._connections[broker_id] = KafkaConnection(
                 address[0], address[1], client_id=self._client_id, timeout_s=self._timeout_s,
                 security=self._security)
         return connection
+
+    async def request(self, broker_id: int, body: Any, *, idempotent: bool = False) -> Any:
+        """Send `body` to broker `broker_id` and return the response. Raises
+        ConnectionClosedError, also when the broker's address is unknown. An `idempotent` request
+        that broke on a stale connection is sent once more, on a new one."""
+        connection = self.get(broker_id)
+        if connection is None:
+            raise ConnectionClosedError(f"the address of broker {broker_id} is not known")
+        try:
+            return await connection.request(body)
+        except StaleConnectionError as exc:
+            if not idempotent:
+                raise
+            log.info("[%s] The connection to broker %d (%s:%s) broke under %s (%r); sending it again on a "
+                     "new connection", self._client_id, broker_id, connection.host, connection.port,
+                     type(body).__name__, exc.__cause__ or exc)
+        connection = self.get(broker_id)
+        if connection is None:
+            raise ConnectionClosedError(f"the address of broker {broker_id} is not known")
+        return await connection.request(body)
 
     async def close(self) -> None:
         for connection in self._connections.values():

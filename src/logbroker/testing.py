@@ -22,6 +22,9 @@ import time
 from pathlib import Path
 
 STARTED = re.compile(r"started in \d+ ms: listening on \w+://([^:,\s]+):(\d+)")
+REGISTRY_SERVING = re.compile(r"Schema registry serving on (https?://[^,\s]+)")
+# Broker configs that turn the schema registry on, on a port of its own choosing.
+SCHEMA_REGISTRY_OVERRIDES = {"schema.registry.listeners": "http://127.0.0.1:0"}
 
 
 class BrokerProcess:
@@ -71,6 +74,19 @@ class BrokerProcess:
             time.sleep(0.02)
         self.kill()
         raise RuntimeError(f"broker did not start within {self.start_timeout_s} s:\n{self.new_log_text()}")
+
+    def schema_registry_url(self, timeout_s: float = 60.0) -> str:
+        """The URL of the broker's schema registry (`schema.registry.listeners`), once it serves:
+        it has read `_schemas` to its end (on a cluster, once that topic has a leader)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            match = REGISTRY_SERVING.search(self.new_log_text())
+            if match:
+                return match.group(1)
+            if self.process is None or self.process.poll() is not None:
+                raise RuntimeError(f"broker is not running:\n{self.new_log_text()}")
+            time.sleep(0.02)
+        raise RuntimeError(f"the schema registry did not serve within {timeout_s} s:\n{self.new_log_text()}")
 
     def new_log_text(self) -> str:
         """What the broker logged since its latest start."""
@@ -327,6 +343,16 @@ if pytest is not None:
     def logbroker(logbroker_process) -> str:
         """The bootstrap address (`host:port`) of a fresh broker."""
         return logbroker_process.bootstrap
+
+    @pytest.fixture
+    def logbroker_schema_registry(tmp_path_factory):
+        """A fresh broker serving the schema registry too; `.schema_registry_url()` is its URL."""
+        process = BrokerProcess(tmp_path_factory.mktemp("logbroker"),
+                                overrides={**TEST_OVERRIDES, **SCHEMA_REGISTRY_OVERRIDES})
+        process.start()
+        process.schema_registry_url()
+        yield process
+        process.kill()
 
     @pytest.fixture(scope="session")
     def logbroker_session(tmp_path_factory):

@@ -25,11 +25,16 @@ def set_group_configs(bootstrap: str, group_id: str, **configs: str) -> None:
         future.result()
 
 
-def produce(bootstrap: str, topic: str, count: int, *, partition: int = 0, prefix: str = "v") -> list[bytes]:
+def produce(bootstrap: str, topic: str, count: int, *, partition: int = 0, prefix: str = "v",
+            batch: int | None = None) -> list[bytes]:
+    """Produce `count` records; with `batch`, flushed every `batch` records, so that no record
+    batch holds more (a share group hands out whole batches)."""
     producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     values = [f"{prefix}{i}".encode() for i in range(count)]
-    for value in values:
+    for i, value in enumerate(values, 1):
         producer.produce(topic, value=value, partition=partition)
+        if batch is not None and i % batch == 0:
+            assert producer.flush(TIMEOUT_S) == 0
     assert producer.flush(TIMEOUT_S) == 0
     return values
 

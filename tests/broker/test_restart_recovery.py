@@ -23,6 +23,7 @@ from confluent_kafka import TopicPartition as CkTopicPartition
 
 from logbroker.records.builder import build_batch
 from logbroker.storage.file_records import FileRecords
+from logbroker.testing import TEST_OVERRIDES, BrokerProcess
 
 from clients import (
     TIMEOUT_S,
@@ -37,24 +38,13 @@ from clients import (
     sample_specs,
     segment_files,
 )
+from offset_checkpoints import read_checkpoint
+from transactional_clients import read_all, transactional_producer
 
 pytestmark = pytest.mark.timeout(90)
 
 PARTITIONS = 2
 SEGMENT_BYTES = 16_384  # small segments: several per partition, rolled and closed
-
-
-def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
-    """A Kafka offset checkpoint: `0`, a count, then `topic partition offset` lines."""
-    lines = path.read_text().splitlines()
-    assert lines[0] == "0", f"{path.name}: version line {lines[0]!r}"
-    count = int(lines[1])
-    assert len(lines) == 2 + count, f"{path.name}: count {count} but {len(lines) - 2} entries"
-    entries = {}
-    for line in lines[2:]:
-        topic, partition, offset = line.split(" ")
-        entries[(topic, int(partition))] = int(offset)
-    return entries
 
 
 def dump_log(*args: str | Path) -> subprocess.CompletedProcess:
@@ -316,3 +306,70 @@ def test_idempotent_producer_state_survives_a_restart(broker_process, how):
         following = client.produce(topic, 0, batches[2])
         assert (int(following.error_code), following.base_offset) == (0, 6)
         assert client.list_offset(topic, 0, -1).offset == 9
+
+
+@pytest.fixture
+def txn_broker(tmp_path):
+    """A broker with one __transaction_state partition (each partition recovered after a kill
+    costs its index files' first reads), killed at the end."""
+    process = BrokerProcess(tmp_path, overrides={**TEST_OVERRIDES, "transaction.state.log.num.partitions": "1"})
+    yield process.start()
+    process.kill()
+
+
+def test_kill_after_a_recovery_checkpoint_replays_the_tail_and_reads_committed_right(txn_broker):
+    # The active segment (4 MiB segments: a recovery checkpoint every 1 MiB) holds ~1.6 MB of
+    # transactions, two of three aborted; the broker is killed after the checkpoint. Recovery
+    # must start at the checkpointed recovery point, from the snapshot taken there, replay
+    # exactly the batches after it, and read_committed must then return exactly the committed
+    # records (the aborted ranges on both sides of the checkpoint known).
+    topic = "restart-txn-tail"
+    create_topic(txn_broker.bootstrap, topic, 1, {"segment.bytes": str(4 << 20)})
+    drop_admins()
+    producer = transactional_producer(txn_broker.bootstrap, "restart-txn-tail", init_timeout_s=TIMEOUT_S,
+                                      **{"linger.ms": 5, "compression.type": "none"})
+    value = b"v" * 1000
+    committed, total = [], 0
+    for t in range(160):
+        producer.begin_transaction()
+        records = [b"%d-%d-" % (t, r) + value for r in range(10)]
+        for record in records:
+            producer.produce(topic, value=record, partition=0)
+        total += len(records)
+        if t % 3 == 0:
+            producer.commit_transaction(TIMEOUT_S)
+            committed += records
+        else:
+            producer.flush(TIMEOUT_S)  # written, then aborted (an abort purges what is unsent)
+            producer.abort_transaction(TIMEOUT_S)
+    del producer
+    checkpoint_file = txn_broker.data_dir / "recovery-point-offset-checkpoint"
+    deadline = time.monotonic() + TIMEOUT_S
+    while (not checkpoint_file.exists() or read_checkpoint(checkpoint_file).get((topic, 0), 0) == 0) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)  # the checkpoint runs in a worker thread after the append that made it due
+    recovery_point = read_checkpoint(checkpoint_file)[(topic, 0)]
+    assert recovery_point > 0
+    txn_broker.kill()
+    partition_dir = txn_broker.data_dir / f"{topic}-0"
+    assert (partition_dir / f"{recovery_point:020d}.snapshot").exists()
+    assert len(segment_files(txn_broker.data_dir, topic, 0)) == 1
+    records = FileRecords.open(segment_files(txn_broker.data_dir, topic, 0)[0], file_already_exists=True,
+                               writable=False)
+    try:
+        headers = [h for _, h in records.batches()]
+    finally:
+        records.close_handlers()
+    tail = sum(1 for h in headers if h.base_offset >= recovery_point)
+    assert 0 < tail < len(headers)
+
+    txn_broker.start()
+    replayed = re.findall(rf"Recovered segment 0 of {topic}-0 from offset (\d+): (\d+) batch\(es\) replayed",
+                          txn_broker.new_log_text())
+    assert replayed == [(str(recovery_point), str(tail))]
+    got = read_all(txn_broker.bootstrap, topic, isolation="read_committed", expect=len(committed),
+                   timeout_s=TIMEOUT_S)
+    assert [v for _, _, v in got] == committed
+    got_all = read_all(txn_broker.bootstrap, topic, isolation="read_uncommitted", expect=total,
+                       timeout_s=TIMEOUT_S)
+    assert len(got_all) == total

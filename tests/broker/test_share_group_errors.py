@@ -16,6 +16,7 @@ HEARTBEAT, DESCRIBE, SHARE_FETCH, SHARE_ACK, JOIN_GROUP, FIND_COORDINATOR, METAD
 UNKNOWN_MEMBER_ID, INCONSISTENT_GROUP_PROTOCOL, GROUP_ID_NOT_FOUND = 25, 23, 69
 FENCED_MEMBER_EPOCH, INVALID_RECORD_STATE = 110, 121
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 122, 123
+RECORD_LIMIT = 1  # ShareFetch v2's ShareAcquireMode: at most max_records, a batch split if need be
 
 
 @pytest.fixture
@@ -38,9 +39,9 @@ def heartbeat(raw, group, member_id, epoch, topics=None):
 def share_fetch(raw, group, member_id, epoch, topic_id=None, acks=()):
     topics = [] if topic_id is None else [{"topic_id": topic_id, "partitions": [
         {"partition_index": 0, "acknowledgement_batches": list(acks)}]}]
-    return raw.request(SHARE_FETCH, 1, group_id=group, member_id=member_id, share_session_epoch=epoch,
+    return raw.request(SHARE_FETCH, 2, group_id=group, member_id=member_id, share_session_epoch=epoch,
                        max_wait=100, min_bytes=1, max_bytes=1 << 20, max_records=5, batch_size=5,
-                       topics=topics, forgotten_topics_data=[])
+                       share_acquire_mode=RECORD_LIMIT, topics=topics, forgotten_topics_data=[])
 
 
 def test_heartbeat_with_unknown_member_or_stale_epoch(queue):

@@ -37,7 +37,7 @@ def test_share_consumers_on_one_partition_each_get_distinct_records(logbroker):
     topic, group = names()
     create_topic(logbroker, topic)
     set_group_configs(logbroker, group, share_auto_offset_reset="earliest")
-    values = produce(logbroker, topic, 300)
+    values = produce(logbroker, topic, 300, batch=20)
     consumers = [share_consumer(logbroker, group, topic, **{"max.poll.records": 20}) for _ in range(3)]
     try:
         got = drain(consumers, 300)

@@ -61,7 +61,7 @@ def test_topic_configs_round_trip(shared_broker, topic):
     assert (refused.returncode, refused.stderr.strip()) == (1, "Invalid config(s): segment.ms")
 
 
-def test_broker_configs_are_static_and_described(shared_broker):
+def test_broker_configs_are_described_and_read_only_ones_refused(shared_broker):
     b = shared_broker.bootstrap
     assert ok(b, "--describe", "--entity-type", "brokers") == [
         "Dynamic configs for broker 0 are:", "Default configs for brokers in the cluster are:"]
@@ -69,10 +69,33 @@ def test_broker_configs_are_static_and_described(shared_broker):
     assert every[0] == "All configs for broker 0 are:"
     assert any(line.startswith("  num.partitions=1 sensitive=false synonyms={") for line in every)
     for target in (["--entity-name", "0"], ["--entity-default"]):
-        refused = configs(b, "--alter", "--entity-type", "brokers", *target, "--add-config", "log.retention.ms=1000")
+        refused = configs(b, "--alter", "--entity-type", "brokers", *target, "--add-config", "num.partitions=3")
         assert refused.returncode == 1
-        assert "Cannot update these configs dynamically: Set(log.retention.ms)" in refused.stderr
+        assert "Cannot update these configs dynamically: Set(num.partitions)" in refused.stderr
         assert "(INVALID_REQUEST)" in refused.stderr
+
+
+def test_broker_configs_altered_per_broker_and_as_the_cluster_default(broker):
+    assert ok(broker, "--alter", "--entity-type", "brokers", "--entity-name", "0",
+              "--add-config", "log.cleaner.backoff.ms=2000,max.connections.per.ip.overrides=[127.0.0.2:5]") == [
+        "Completed updating config for broker 0."]
+    assert ok(broker, "--alter", "--broker-defaults", "--add-config", "log.segment.bytes=2000000") == [
+        "Completed updating default config for brokers in the cluster."]
+    assert ok(broker, "--describe", "--entity-type", "brokers") == [
+        "Dynamic configs for broker 0 are:",
+        "  log.cleaner.backoff.ms=2000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.backoff.ms=2000, "
+        "DEFAULT_CONFIG:log.cleaner.backoff.ms=15000}",
+        "  max.connections.per.ip.overrides=127.0.0.2:5 sensitive=false "
+        "synonyms={DYNAMIC_BROKER_CONFIG:max.connections.per.ip.overrides=127.0.0.2:5, "
+        "DEFAULT_CONFIG:max.connections.per.ip.overrides=}",
+        "Default configs for brokers in the cluster are:",
+        "  log.segment.bytes=2000000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=2000000, "
+        "DEFAULT_CONFIG:log.segment.bytes=1073741824}"]
+    assert ok(broker, "--alter", "--entity-type", "brokers", "--entity-name", "0",
+              "--delete-config", "log.cleaner.backoff.ms,max.connections.per.ip.overrides") == [
+        "Completed updating config for broker 0."]
+    assert ok(broker, "--describe", "--entity-type", "brokers", "--entity-name", "0") == [
+        "Dynamic configs for broker 0 are:"]
 
 
 def test_quotas_of_users_clients_both_and_defaults_round_trip(shared_broker):

@@ -11,6 +11,8 @@ import pytest
 pytest.importorskip("logbroker.cli.serve", reason="`logbroker serve` is not written yet")
 pytest.importorskip("logbroker.server.broker", reason="the broker does not import yet")
 
+from logbroker.cli.topic_partitions import describe_topic_partitions  # noqa: E402
+from logbroker.cli.topics import kafka_uuid  # noqa: E402
 from logbroker.protocol.apis import SUPPORTED_APIS  # noqa: E402
 
 FIND_COORDINATOR = 10
@@ -50,6 +52,24 @@ def test_create_list_describe_delete(bootstrap, topic):
     deleted = run(bootstrap, "topics", "--delete", "--topic", topic)
     assert (deleted.returncode, deleted.stdout, deleted.stderr) == (0, "", "")
     assert topic not in run(bootstrap, "topics", "--list").stdout.splitlines()
+
+
+def test_describe_pages_a_large_topic_with_describe_topic_partitions(bootstrap, topic):
+    """Asked for a few partitions per answer, the tool follows the cursor to the end: every
+    partition once and in order, the same topic id as Metadata gives."""
+    assert run(bootstrap, "topics", "--create", "--topic", topic, "--partitions", "45").returncode == 0
+    paged = run(bootstrap, "topics", "--describe", "--topic", topic, "--partition-size-limit-per-response", "7")
+    assert paged.returncode == 0, paged.stderr
+    lines = paged.stdout.splitlines()
+    assert lines[1:] == [f"\tTopic: {topic}\tPartition: {p}\tLeader: 0\tReplicas: 0\tIsr: 0" for p in range(45)]
+    assert "\tPartitionCount: 45\t" in lines[0]
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    metadata_id = admin.describe_topics(TopicCollection([topic]))[topic].result(15).topic_id
+    assert lines[0].split("\t")[1] == f"TopicId: {kafka_uuid(str(metadata_id))}"
+    topic_id, partitions = describe_topic_partitions(bootstrap, None, [topic], 7)[topic]  # the tool's path
+    assert [p.partition_index for p in partitions] == list(range(45)) and lines[0].split("\t")[1] == f"TopicId: {topic_id}"
 
 
 def test_creating_an_existing_topic_names_the_kafka_error(bootstrap, topic):

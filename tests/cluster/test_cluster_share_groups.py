@@ -75,3 +75,41 @@ def test_killing_the_share_coordinator_keeps_acknowledged_records_acknowledged(l
     finally:
         again.close()
     assert sorted(m.offset() for m in got) == list(range(10, 20))
+
+
+@pytest.mark.logbroker_cluster(**SHARE_CLUSTER, **{"group.share.heartbeat.interval.ms": "1000"})
+def test_subscriptions_follow_topics_created_and_created_again(logbroker_cluster):
+    """A share consumer subscribed before its topic exists gets the records of all its
+    partitions (led by different brokers) once it is created; deleted and created again, the
+    topic delivers its new records from its first offset."""
+    from confluent_kafka.admin import AdminClient
+    cluster = logbroker_cluster
+    topic, group = f"q-{uuid.uuid4().hex[:8]}", f"workers-{uuid.uuid4().hex[:8]}"
+    set_group_configs(cluster.bootstrap, group, share_auto_offset_reset="earliest")
+    consumer = share_consumer(cluster.bootstrap, group, topic)
+    try:
+        assert drain([consumer], 1, timeout_s=2)[0] == []
+        cluster.create_topic(topic, partitions=3, replication_factor=2)
+        produce_to_each(cluster.bootstrap, topic, 3, prefix="old")
+        first = drain([consumer], 9, timeout_s=40)[0]
+        consumer.commit_sync()
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})  # alive until the result is in
+        admin.delete_topics([topic])[topic].result(30)
+        cluster.create_topic(topic, partitions=3, replication_factor=2)
+        produce_to_each(cluster.bootstrap, topic, 1, prefix="new")
+        then = drain([consumer], 3, timeout_s=40)[0]
+    finally:
+        consumer.close()
+    assert sorted((m.partition(), m.offset(), m.value()) for m in first) == [
+        (p, i, f"old{p}-{i}".encode()) for p in range(3) for i in range(3)]
+    assert sorted((m.partition(), m.offset(), m.value()) for m in then) == [
+        (p, 0, f"new{p}-0".encode()) for p in range(3)]
+
+
+def produce_to_each(bootstrap: str, topic: str, count: int, *, prefix: str) -> None:
+    import confluent_kafka as ck
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for p in range(3):
+        for i in range(count):
+            producer.produce(topic, value=f"{prefix}{p}-{i}".encode(), partition=p)
+    assert producer.flush(30) == 0

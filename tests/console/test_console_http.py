@@ -218,3 +218,17 @@ def test_record_contents_are_escaped_and_pages_refuse_framing(seeded_broker):
             assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
     assert payload not in page and "<b>k</b>" not in page
     assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
+
+
+def test_the_overview_shows_each_brokers_log_dir_bytes(seeded_broker):
+    from logbroker.log_dir_usage import log_dir_usage
+    from logbroker.webconsole.render import human_bytes
+
+    bootstrap, _, _ = seeded_broker
+    [usage] = log_dir_usage(bootstrap)
+    size = usage.size_bytes
+    assert usage.broker_id == 0 and size > 0 and usage.total_bytes >= usage.usable_bytes > 0
+    with ConsoleProcess(bootstrap) as console:
+        status, page = get(console.url + "/")
+    assert status == 200
+    assert f'<td class="n log-dir-bytes">{human_bytes(size)}</td>' in page

@@ -10,8 +10,13 @@ import pytest
 
 from logbroker.clock import SystemClock
 from logbroker.coordinator.group_coordinator import CONSUMER_GROUP_RECORDS, SHARE_GROUP_RECORDS, GroupCoordinator
-from logbroker.coordinator.group_loader import CoordinatedPartitions
-from logbroker.coordinator.offsets_schema import OFFSETS_TOPIC, OffsetAndMetadata
+from logbroker.coordinator.group_loader import CoordinatedPartitions, placed_here
+from logbroker.coordinator.offsets_schema import (
+    OFFSETS_TOPIC,
+    OffsetAndMetadata,
+    encode_offset_commit_key,
+    partition_for,
+)
 from logbroker.errors import CoordinatorLoadInProgressError, NotCoordinatorError
 from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.model import PartitionState, TopicInfo, new_topic_id
@@ -191,3 +196,30 @@ def test_reelection_at_a_newer_epoch_keeps_parked_joins(tmp_path):
             await join
         node.logs.shutdown()
     asyncio.run(scenario())
+
+
+# -- records of groups that Kafka places in another partition ------------------------------------------
+def test_records_of_groups_placed_elsewhere_are_set_apart_with_their_latest_values():
+    here = partition_for("group-1", 10)
+    elsewhere = "orders-consumer"
+    assert partition_for(elsewhere, 10) != here
+
+    def key(group: str, partition: int) -> bytes:
+        return encode_offset_commit_key(group, "t", partition)
+
+    records = [
+        (key("group-1", 0), b"own", -1, None),
+        (key(elsewhere, 0), b"a1", -1, None),
+        (key(elsewhere, 1), b"b1", -1, None),
+        (key(elsewhere, 2), b"c1", 7, None),  # transactional, then committed
+        (key(elsewhere, 3), b"d1", 8, None),  # transactional, then aborted
+        (key(elsewhere, 4), b"e1", 9, None),  # transactional, still open
+        (key(elsewhere, 1), None, -1, None),  # offset deleted
+        (None, None, 7, True),
+        (None, None, 8, False),
+        (key(elsewhere, 0), b"a2", -1, None),
+    ]
+    strays: dict[bytes, bytes] = {}
+    kept = list(placed_here(records, here, 10, strays))
+    assert kept == [records[0], records[7], records[8]]
+    assert list(strays.items()) == [(key(elsewhere, 2), b"c1"), (key(elsewhere, 0), b"a2")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
+from logbroker.coordinator import transaction_log
 from logbroker.coordinator.offsets_schema import (
     GroupMetadataKey,
     GroupMetadataRecord,
@@ -18,6 +19,7 @@ from logbroker.coordinator.offsets_schema import (
     encode_offset_commit_key,
     encode_offset_commit_value,
     java_string_hash,
+    key_group,
     partition_for,
     subscribed_topics,
 )
@@ -31,9 +33,43 @@ def test_java_string_hash_matches_java():
     assert java_string_hash("\U0001F600") == 0xD83D * 31 + 0xDE00  # UTF-16 surrogate pair
 
 
-def test_partition_for_masks_the_sign_bit():
-    assert partition_for("polygenelubricants", 50) == 0
-    assert partition_for("hello", 50) == 99162322 % 50
+# (group id, Java's String.hashCode, Kafka's Utils.abs(hashCode) % 50): printed by a Java program
+# (String.hashCode, and Utils.abs as Kafka defines it: 0 for Integer.MIN_VALUE, else Math.abs).
+KAFKA_PLACEMENT_50 = [
+    ("polygenelubricants", -2**31, 0),
+    ("GydZG_", -2**31, 0),
+    ("DESIGNING WORKHOUSES", -2**31, 0),
+    ("console-consumer-1", 35782224, 24),
+    ("my-group", -1906497762, 12),
+    ("group-1", 293427299, 49),
+    ("group-7", 293427305, 5),
+    ("payments", 1382682413, 13),
+    ("orders-consumer", -1204742690, 40),
+    ("connect-cluster", 1440343063, 13),
+    ("spark-kafka-source-3f2c", -1257907297, 47),
+    ("\u00e9t\u00e9", 227742, 42),
+    ("\U0001F600-group", -1198440043, 43),
+]
+
+
+def test_groups_are_placed_as_kafka_places_them():
+    for group_id, java_hash, partition in KAFKA_PLACEMENT_50:
+        assert java_string_hash(group_id) == java_hash, group_id
+        assert partition_for(group_id, 50) == partition, group_id
+    # a negative hash: `& 0x7fffffff` (an earlier placement) would give 36, 8, 1 and 5
+    assert [partition_for(g, 50) for g in ("my-group", "orders-consumer", "spark-kafka-source-3f2c",
+                                            "\U0001F600-group")] == [12, 40, 47, 43]
+
+
+def test_transactional_ids_use_the_same_placement():
+    for key, _, partition in KAFKA_PLACEMENT_50:
+        assert transaction_log.partition_for(key, 50) == partition, key
+
+
+def test_key_group_reads_the_group_id_of_every_key_version():
+    assert key_group(encode_offset_commit_key("my-group", "t", 3)) == "my-group"
+    assert key_group(encode_group_metadata_key("\u00e9t\u00e9")) == "\u00e9t\u00e9"
+    assert key_group(b"\x00\x03" b"\x00\x02cg") == "cg"  # ConsumerGroupMetadataKey
 
 
 def test_offset_commit_key_bytes_are_kafkas():

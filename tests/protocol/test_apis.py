@@ -22,6 +22,8 @@ def test_table_has_the_ranges_the_broker_implements():
         ApiKey.FETCH: (4, 17), ApiKey.LIST_OFFSETS: (1, 10), ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
         ApiKey.CREATE_TOPICS: (2, 7), ApiKey.DELETE_TOPICS: (1, 6), ApiKey.CREATE_PARTITIONS: (0, 3),
         ApiKey.DESCRIBE_CONFIGS: (1, 4), ApiKey.ALTER_CONFIGS: (0, 2),
+        ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2), ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
         ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.DESCRIBE_CLUSTER: (0, 2),
         ApiKey.DELETE_RECORDS: (0, 2), ApiKey.INIT_PRODUCER_ID: (0, 4),
         ApiKey.OFFSET_COMMIT: (2, 10), ApiKey.OFFSET_FETCH: (1, 10), ApiKey.FIND_COORDINATOR: (0, 6),
@@ -31,6 +33,10 @@ def test_table_has_the_ranges_the_broker_implements():
         ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2),
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
         ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+        ApiKey.CREATE_DELEGATION_TOKEN: (1, 3), ApiKey.RENEW_DELEGATION_TOKEN: (1, 2),
+        ApiKey.EXPIRE_DELEGATION_TOKEN: (1, 2), ApiKey.DESCRIBE_DELEGATION_TOKEN: (1, 3),
+        ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (0, 0), ApiKey.PUSH_TELEMETRY: (0, 0),
+        ApiKey.LIST_CONFIG_RESOURCES: (0, 1),
         ApiKey.ELECT_LEADERS: (0, 2), ApiKey.CONTROLLED_SHUTDOWN: (1, 3),
         ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
         ApiKey.DESCRIBE_ACLS: (1, 3), ApiKey.CREATE_ACLS: (1, 3), ApiKey.DELETE_ACLS: (1, 3),
@@ -49,9 +55,9 @@ def test_table_has_the_ranges_the_broker_implements():
 
 
 def test_nothing_opt_in_is_advertised():
-    # clients.md 16: no telemetry, Produce <= 11 (no transactions v2). (KIP-848 groups are
-    # implemented, so ConsumerGroupHeartbeat is advertised.)
-    assert ApiKey.GET_TELEMETRY_SUBSCRIPTIONS not in SUPPORTED_APIS
+    # clients.md 16: Produce <= 11 (no transactions v2). (KIP-848 groups and KIP-714 telemetry
+    # are implemented, so ConsumerGroupHeartbeat and both telemetry APIs are advertised.)
+    assert (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS in SUPPORTED_APIS) == (ApiKey.PUSH_TELEMETRY in SUPPORTED_APIS)
     assert SUPPORTED_APIS[ApiKey.PRODUCE].max_version <= 11
     assert SUPPORTED_APIS[ApiKey.END_TXN].max_version <= 4
     assert SUPPORTED_APIS[ApiKey.TXN_OFFSET_COMMIT].max_version <= 4

@@ -80,3 +80,33 @@ def test_ssl_principal_is_the_subject_in_rfc_2253_order():
                (("commonName", "alice"),))
     assert ssl_principal(subject) == "User:CN=alice,O=Example\\, Ltd,C=GB"
     assert ssl_principal(None) == "User:ANONYMOUS"
+
+
+def _token_server(expiry_ms: int, now_ms: int) -> tuple[ScramSaslServer, scram.ScramSaslClient]:
+    credential = ScramFormatter("SCRAM-SHA-256").credential("token-hmac-b64")
+    server = ScramSaslServer("SCRAM-SHA-256", {}.get, clock_ms=lambda: now_ms,
+                             token_lookup={"tok1": ("alice", credential, expiry_ms)}.get)
+    return server, scram.ScramSaslClient("SCRAM-SHA-256", "tok1", "token-hmac-b64", token_auth=True)
+
+
+def test_scram_with_tokenauth_authenticates_as_the_tokens_owner():
+    server, client = _token_server(expiry_ms=2000, now_ms=1000)
+    first = client.first_message()
+    assert first.endswith(b",tokenauth=true")
+    client.verify(server.evaluate(client.final_message(server.evaluate(first))))
+    assert server.complete and server.username == "alice" and server.token_authenticated
+
+
+def test_scram_with_an_expired_token_fails():
+    server, client = _token_server(expiry_ms=1000, now_ms=2000)
+    with pytest.raises(SaslAuthenticationFailed, match="Delegation Token expired"):
+        server.evaluate(client.final_message(server.evaluate(client.first_message())))
+
+
+def test_tokenauth_without_tokens_or_for_an_unknown_token_fails():
+    no_tokens = ScramSaslServer("SCRAM-SHA-256", {}.get)
+    with pytest.raises(SaslFailed):
+        no_tokens.evaluate(b"n,,n=tok1,r=abc,tokenauth=true")
+    server, _ = _token_server(expiry_ms=2000, now_ms=1000)
+    with pytest.raises(SaslFailed):
+        server.evaluate(b"n,,n=other,r=abc,tokenauth=true")

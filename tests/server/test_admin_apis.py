@@ -395,7 +395,10 @@ def test_describe_broker_configs(static_broker):
     assert (configs["message.max.bytes"].value, configs["message.max.bytes"].source) == (
         "1048588", ConfigSource.DEFAULT_CONFIG.value)
     assert configs["log.segment.bytes"].value == "536870912"
-    assert all(entry.is_read_only for entry in configs.values())
+    assert configs["num.partitions"].is_read_only and configs["broker.id"].is_read_only
+    # As Kafka: a key is read-only when none of its synonyms is dynamic (log.retention.ms is).
+    assert not configs["log.retention.hours"].is_read_only
+    assert not configs["message.max.bytes"].is_read_only and not configs["log.retention.ms"].is_read_only
 
 
 def test_describe_configs_of_another_broker_is_invalid_request(bootstrap):
@@ -525,14 +528,14 @@ def test_alter_configs_of_unknown_topic_is_unknown_topic_or_partition(bootstrap,
     assert error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
-def test_altering_broker_configs_is_refused_with_a_reason(bootstrap):
+def test_altering_a_read_only_broker_config_is_refused_with_a_reason(bootstrap):
     entries = [ConfigEntry("num.partitions", "3", incremental_operation=AlterConfigOpType.SET)]
     futures = admin(bootstrap).incremental_alter_configs(
         [ConfigResource(ResourceType.BROKER, "0", incremental_configs=entries)])
 
     error = failure(next(iter(futures.values())))
     assert error.code() == KafkaError.INVALID_REQUEST
-    assert "server.properties" in error.str()
+    assert error.str() == "Cannot update these configs dynamically: Set(num.partitions)"
 
 
 # ---- DescribeCluster ----------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 
@@ -12,7 +13,7 @@ from logbroker.errors import InconsistentClusterIdError, InconsistentTopicIdErro
 from logbroker.records.builder import build_batch
 from logbroker.storage.checkpoints import CLEAN_SHUTDOWN_FILE, BrokerMetadata, OffsetCheckpointFile
 from logbroker.storage.log_config import LogConfig
-from logbroker.storage.log_manager import LogManager
+from logbroker.storage.log_manager import LogManager, is_dir_failure
 from logbroker.types import TopicPartition
 
 NOW = 1_700_000_000_000
@@ -228,6 +229,7 @@ def test_startup_skips_non_partitions_and_removes_deleted_partitions(dirs, clock
     lm = manager(dirs, clock)
     assert [log.topic_partition for log in lm.all_logs()] == [TopicPartition("real", 7)]
     assert not (d / "t-0.0123456789abcdef0123456789abcdef-delete").exists()
+    assert not (d / "t-0.abc-future").exists()  # a move cut short by the shutdown is dropped
     assert (d / "not_a_partition").exists()
     lm.shutdown()
 
@@ -347,3 +349,73 @@ def test_deleting_many_logs_rewrites_each_checkpoint_once(dirs, clock, monkeypat
                                      "replication-offset-checkpoint"])
     assert OffsetCheckpointFile(dirs[0] / "recovery-point-offset-checkpoint").read() == {}
     lm.shutdown()
+
+
+def test_a_future_log_copied_from_the_current_one_replaces_it(dirs, clock):
+    lm = manager(dirs, clock)
+    tp = TopicPartition("moving", 0)
+    current = lm.get_or_create_log(tp, topic_id=uuid.UUID(int=9))
+    for _ in range(5):
+        current.append_as_leader(batch(3), leader_epoch=2)
+    current.update_high_watermark(12)
+    current.maybe_assign_epoch_start_offset(3, 15)  # a new leader that has not written yet
+    target = next(d for d in lm.log_dirs if d != current.dir.parent)
+    future = lm.create_future_log(tp, target)
+    assert future.dir.parent == target and future.dir.name.startswith("moving-0.")
+    assert future.dir.name.endswith("-future") and len(future.dir.name) == len("moving-0.") + 32 + len("-future")
+    assert lm.future_logs_by_dir() == {target: [future]} and lm.all_logs() == [current]
+    region = current.read(0, max_bytes=1 << 20).region
+    future.append_as_follower(os.pread(region.fd, region.size, region.position))
+    moved = lm.replace_current_with_future(tp)
+    assert lm.get_log(tp) is moved and lm.get_future_log(tp) is None
+    assert moved.dir == target / "moving-0" and moved.topic_id == uuid.UUID(int=9)
+    assert (moved.log_start_offset, moved.log_end_offset, moved.high_watermark) == (0, 15, 12)
+    assert moved.end_offset_for_epoch(2) == (2, 15) and moved.latest_epoch == 3
+    assert [p.name.endswith("-delete") for p in current.dir.parent.iterdir() if p.name.startswith("moving")] == [True]
+    assert tp in OffsetCheckpointFile(target / "replication-offset-checkpoint").read()
+    lm.shutdown()
+    again = manager(dirs, clock)
+    assert again.get_log(tp).dir == target / "moving-0" and again.get_log(tp).log_end_offset == 15
+    again.shutdown()
+
+
+def test_a_log_asked_for_in_a_dir_before_it_exists_is_created_there(dirs, clock):
+    lm = manager(dirs, clock)
+    lm.get_or_create_log(TopicPartition("other", 0))  # so the least-used dir is dirs[1]
+    wanted = lm.log_dir_of(dirs[0])
+    assert wanted == dirs[0].absolute() and lm.log_dir_of("/elsewhere") is None
+    lm.prefer_log_dir(TopicPartition("placed", 0), wanted)
+    assert lm.get_or_create_log(TopicPartition("placed", 0)).dir.parent == wanted
+    lm.shutdown()
+
+
+def test_an_io_error_in_a_checkpoint_takes_only_that_dir_offline(dirs, clock):
+    lm = manager(dirs, clock)
+    failed_calls = []
+    lm.on_dir_failure = lambda d, tps: failed_calls.append((d, sorted(tps)))
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    la, lb = lm.get_or_create_log(a), lm.get_or_create_log(b)
+    assert la.dir.parent != lb.dir.parent
+    broken = la.dir.parent
+    os.rename(broken, f"{broken}.gone")
+    broken.write_text("")  # the dir is a file now: the next write in it fails with ENOTDIR
+    lm.checkpoint_high_watermarks()  # the other dir's checkpoint is still written
+    assert failed_calls == [(broken, [a])]
+    assert lm.offline_dirs.keys() == {broken} and lm.is_offline(a) and not lm.is_offline(b)
+    assert lm.get_log(a) is None and lm.all_logs() == [lb]
+    assert b in OffsetCheckpointFile(lb.dir.parent / "replication-offset-checkpoint").read()
+    with pytest.raises(KafkaStorageError):
+        lm.get_or_create_log(a)
+    assert lm.get_or_create_log(TopicPartition("t", 2)).dir.parent == lb.dir.parent
+    lm.checkpoint_recovery_points()
+    assert len(failed_calls) == 1  # told once
+    lm.shutdown()
+
+
+def test_a_full_disk_is_not_a_failed_dir():
+    full = KafkaStorageError("no room")
+    full.__cause__ = OSError(errno.ENOSPC, "No space left on device")
+    broken = KafkaStorageError("broken")
+    broken.__cause__ = OSError(errno.EIO, "Input/output error")
+    assert not is_dir_failure(full) and is_dir_failure(broken)
+    assert not is_dir_failure(KafkaStorageError("no OSError at all"))

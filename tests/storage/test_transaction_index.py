@@ -109,3 +109,48 @@ def test_collect_matches_the_overlap_rule(tmp_path_factory, spec, fetch, upper):
     expected = [t for t in txns if t.last_offset >= fetch and t.first_offset < upper]
     # Entries past the stopping point cannot overlap, so the rule gives the same set.
     assert found == expected
+
+
+def kafka_collect(txns, fetch, upper):
+    """Kafka's TransactionIndex.collectAbortedTxns, restated: every entry from the file start."""
+    found = []
+    for txn in txns:
+        if txn.last_offset >= fetch and txn.first_offset < upper:
+            found.append(txn)
+        if txn.last_stable_offset >= upper:
+            return found, True
+    return found, False
+
+
+def test_a_large_index_is_searched_in_the_file_as_kafka_scans_it(tmp_path):
+    # 1,000 entries: more than one read's worth, so the search is a binary search over preads;
+    # a fresh index object over the same file (as after a restart) holds none of them in memory.
+    path = tmp_path / "00000000000000001000.txnindex"
+    writer = TransactionIndex(1000, path)
+    txns, last = [], 1000
+    for i in range(1000):
+        first, last = last + 1, last + 3 + i % 7
+        txn = AbortedTxn(i % 13, first, last, first - i % 3)
+        writer.append(txn)
+        txns.append(txn)
+    writer.close()
+    reader = TransactionIndex(1000, path)
+    for fetch in (0, 1000, 1001, txns[119].last_offset, txns[120].last_offset + 1, txns[500].first_offset,
+                  txns[-1].last_offset, txns[-1].last_offset + 1):
+        for upper in (fetch + 1, fetch + 10, fetch + 500, txns[-1].last_offset + 10):
+            assert reader.collect_aborted_txns(fetch, upper) == kafka_collect(txns, fetch, upper)
+    reader.truncate_to(txns[700].last_offset)
+    assert reader.all_aborted_txns() == txns[:700] and path.stat().st_size == 700 * ABORTED_TXN_SIZE
+    with pytest.raises(ValueError):
+        reader.append(txns[600])
+    reader.append(txns[700])
+    assert TransactionIndex(1000, path).all_aborted_txns() == txns[:701]
+
+
+def test_collect_refuses_an_entry_of_an_unknown_version_it_meets(tmp_path):
+    path = tmp_path / "0.txnindex"
+    path.write_bytes(kafka_entry(1, 0, 5, 6) + struct.pack(">hqqqq", 1, 2, 7, 9, 10))
+    index = TransactionIndex(0, path)
+    assert index.collect_aborted_txns(0, 6) == ([AbortedTxn(1, 0, 5, 6)], True)  # stops before it
+    with pytest.raises(CorruptIndexError):
+        index.collect_aborted_txns(0, 20)

@@ -6,10 +6,11 @@ and the quota and SCRAM requests of `configs`).
 tool talks to, opened on first use; `brokers` (id → host, port) is what the tool's Metadata
 request found. `run_admin` runs a tool's asyncio work over one, closes every connection, and
 turns what goes wrong into one line on stderr (exit code 1), as every tool does.
-`client_security` reads the admin client's security properties (`--command-config`).
+`client_security` (logbroker.client's) reads the admin client's security properties
+(`--command-config`).
 
-logbroker.client is imported only when a connection is made, so `logbroker --help` does not load
-it.
+Only the tools that need these connections import this module, so `logbroker --help` does not
+load logbroker.client.
 """
 
 from __future__ import annotations
@@ -21,35 +22,10 @@ from typing import TypeVar
 import click
 
 from logbroker.cli.common import fail
+from logbroker.client import client_security  # noqa: F401 - the tools take it from here
 
 T = TypeVar("T")
 A = TypeVar("A", bound="AdminConnections")
-
-
-def client_security(properties: dict[str, str]):
-    """logbroker.client's ClientSecurity from client properties (security.protocol, sasl.mechanism,
-    sasl.username/sasl.password or sasl.jaas.config, ssl.ca.location or ssl.truststore.location
-    as PEM, ssl.endpoint.identification.algorithm)."""
-    import ssl
-
-    from logbroker.client import ClientSecurity
-    protocol = properties.get("security.protocol", "PLAINTEXT").upper()
-    ssl_context = None
-    if protocol in ("SSL", "SASL_SSL"):
-        ssl_context = ssl.create_default_context(
-            cafile=properties.get("ssl.ca.location") or properties.get("ssl.truststore.location"))
-        if properties.get("ssl.endpoint.identification.algorithm", "https") in ("", "none"):
-            ssl_context.check_hostname = False
-    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
-        return ClientSecurity(protocol, ssl_context)
-    username, password = properties.get("sasl.username", ""), properties.get("sasl.password", "")
-    jaas = properties.get("sasl.jaas.config")
-    if jaas and not username:
-        from logbroker.security.jaas import parse_jaas
-        options = parse_jaas(jaas)[2]
-        username, password = options.get("username", ""), options.get("password", "")
-    return ClientSecurity(protocol, ssl_context, properties.get("sasl.mechanism", "GSSAPI").upper(),
-                          username, password)
 
 
 class AdminConnections:

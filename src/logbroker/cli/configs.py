@@ -212,8 +212,8 @@ class ConfigCommand:
 
     def _resource_config(self, resource_type, name: str) -> list:
         from confluent_kafka.admin import ConfigResource
-        if name == DEFAULT:  # the cluster-wide broker default, which confluent-kafka cannot name
-            return self._default_broker_config()
+        if resource_type == ConfigResource.Type.BROKER:
+            return self._broker_config(name)
         resource = ConfigResource(resource_type, name)
         futures = self.admin.describe_configs([resource])
         entries = self._call(lambda: futures[resource].result(30))
@@ -363,15 +363,25 @@ class ConfigCommand:
         for future in futures.values():
             self._call(lambda f=future: f.result(60))
 
-    def _default_broker_config(self) -> list:
+    def _broker_config(self, name: str) -> list:
+        """A broker's configs (asked of that broker) or the cluster default's, with logbroker's own
+        client: confluent-kafka cannot name the default, and keeps one synonym per name where Kafka
+        lists each layer (DYNAMIC_BROKER_CONFIG:message.max.bytes=…, DEFAULT_CONFIG:message.max.bytes=…)."""
+        servers = self.bootstrap_server if name == DEFAULT else self._broker_address(name)
         response = self._request(32, {"include_synonyms": True, "resources": [
-            {"resource_type": BROKER_RESOURCE, "resource_name": DEFAULT, "configuration_keys": None}]})
+            {"resource_type": BROKER_RESOURCE, "resource_name": name, "configuration_keys": None}]},
+            servers=servers)
         [result] = response.results
         if int(result.error_code):
             self._failed(int(result.error_code), result.error_message)
         return sorted((_Entry(c.name, c.value, int(c.config_source), c.is_sensitive,
-                              {y.name: _Entry(y.name, y.value, int(y.source), False, {}) for y in c.synonyms})
+                              {(y.source, y.name): _Entry(y.name, y.value, int(y.source), False, {}) for y in c.synonyms})
                        for c in result.configs), key=lambda e: e.name)
+
+    def _broker_address(self, broker_id: str) -> str:
+        cluster = self._call(lambda: self.admin.describe_cluster().result(30))
+        node = next((n for n in cluster.nodes if str(n.id) == broker_id), None)
+        return f"{node.host}:{node.port}" if node is not None else self.bootstrap_server
 
     def _alter_default_broker_config(self, added: dict[str, str], deleted: list[str]) -> None:
         response = self._request(44, {"validate_only": False, "resources": [{
@@ -399,7 +409,8 @@ class ConfigCommand:
             found.append((entity, {v.key: v.value for v in entry.values}))
         return sorted(found, key=lambda item: [(t, n or "") for t, n in sorted(item[0].items())])
 
-    def _request(self, api_key: int, fields: dict):
+    def _request(self, api_key: int, fields: dict, *, servers: str | None = None):
+        """One request to the first of `servers` (default: --bootstrap-server) that answers."""
         from kio.index import load_request_schema
 
         from logbroker.client import ConnectionClosedError, KafkaConnection
@@ -408,7 +419,7 @@ class ConfigCommand:
         security = client_security(load_properties_file(self.command_config, "--command-config"))
         body = build(load_request_schema(api_key, _VERSIONS[api_key]), fields)
         errors = []
-        for address in self.bootstrap_server.split(","):
+        for address in (servers or self.bootstrap_server).split(","):
             host, _, port = address.strip().rpartition(":")
 
             async def round_trip():
@@ -422,7 +433,7 @@ class ConfigCommand:
                 return asyncio.run(round_trip())
             except (ConnectionClosedError, OSError, ValueError) as exc:
                 errors.append(f"{address}: {exc}")
-        fail(f"Cannot reach a broker at {self.bootstrap_server}: {'; '.join(errors)}.")
+        fail(f"Cannot reach a broker at {servers or self.bootstrap_server}: {'; '.join(errors)}.")
 
     @staticmethod
     def _failed(code: int, message: str | None) -> None:

@@ -21,12 +21,16 @@ COMMANDS = {
     "share-groups": ("logbroker.cli.share_groups", "share_groups"),
     "transactions": ("logbroker.cli.transactions", "transactions"),
     "users": ("logbroker.cli.users", "users"),
+    "delegation-tokens": ("logbroker.cli.delegation_tokens", "delegation_tokens"),
+    "client-metrics": ("logbroker.cli.client_metrics", "client_metrics"),
     "configs": ("logbroker.cli.configs", "configs"),
     "acls": ("logbroker.cli.acls", "acls"),
+    "schemas": ("logbroker.cli.schemas", "schemas"),
     "dev-cluster": ("logbroker.cli.dev_cluster", "dev_cluster"),
     "leader-election": ("logbroker.cli.leader_election", "leader_election"),
     "reassign-partitions": ("logbroker.cli.reassign_partitions", "reassign_partitions"),
     "restore-topic": ("logbroker.cli.restore_topic", "restore_topic"),
+    "log-dirs": ("logbroker.cli.log_dirs", "log_dirs"),
 }
 
 

@@ -161,5 +161,4 @@ async def _run(config, started: float) -> int:
     # of the collector's generations, it is no longer traversed by every full collection (which
     # otherwise walks ~60k objects and evicts a request's working set from the caches).
     gc.freeze()
-    await broker.serve_until_signalled()
-    return 0
+    return await broker.serve_until_signalled()

@@ -19,6 +19,12 @@ def _failed(what: str, code: int) -> click.ClickException:
     return click.ClickException(f"{what}: {error_name(code)}")
 
 
+def _error_text(code: int, message: str | None) -> str | None:
+    if not code:
+        return None
+    return f"{error_name(code)}: {message}" if message else error_name(code)
+
+
 class ShareAdmin(AdminConnections):
     def __init__(self, bootstrap: str, security=None) -> None:
         super().__init__(bootstrap, security, client_id="logbroker-share-groups")
@@ -64,8 +70,9 @@ class ShareAdmin(AdminConnections):
             raise _failed(f"Group {group_id}", int(group.error_code))
         return group, node_id
 
-    async def offsets(self, group_id: str) -> list[tuple[str, int, int, int, int]]:
-        """(topic, partition, start offset, leader epoch, lag) of each partition with state."""
+    async def offsets(self, group_id: str) -> list[tuple[str, int, int, int, int, str | None]]:
+        """(topic, partition, start offset, leader epoch, lag, error) of each partition with state,
+        and of each whose state could not be read (the error: its name and message)."""
         from kio.schema.describe_share_group_offsets.v1.request import (
             DescribeShareGroupOffsetsRequest,
             DescribeShareGroupOffsetsRequestGroup,
@@ -76,8 +83,9 @@ class ShareAdmin(AdminConnections):
         group = response.groups[0]
         if int(group.error_code):
             raise _failed(f"Describing the offsets of group {group_id} failed", int(group.error_code))
-        return sorted((t.topic_name, p.partition_index, p.start_offset, p.leader_epoch, p.lag)
-                      for t in group.topics for p in t.partitions if not int(p.error_code))
+        return sorted((t.topic_name, p.partition_index, p.start_offset, p.leader_epoch, p.lag,
+                       _error_text(int(p.error_code), p.error_message))
+                      for t in group.topics for p in t.partitions)
 
     async def list_offsets(self, partitions: list[tuple[str, int]], timestamp: int) -> dict[tuple[str, int], int]:
         """The offset ListOffsets gives for `timestamp` (-2 earliest, -1 latest, else a time)."""

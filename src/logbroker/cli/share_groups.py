@@ -14,7 +14,9 @@ share groups (KIP-932), against logbroker or any Kafka 4 cluster.
     logbroker share-groups --delete --group g [--group g2]
 
 The verbs and columns of Kafka's tool. Offsets are reset and deleted only for a group without
-members, as Kafka. Errors are one line on stderr, with exit code 1.
+members, as Kafka. Errors are one line on stderr, with exit code 1; a partition whose offsets
+cannot be read is still a row of the table (with "-"), and its error such a line. LAG counts the
+records below the partition's high watermark not yet acknowledged, wherever the partition is led.
 """
 
 from __future__ import annotations
@@ -139,11 +141,19 @@ async def _describe(admin, group_id: str, *, members: bool, state: bool) -> None
         click.echo(table(("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "MEMBER-EPOCH", "ASSIGNMENT"),
                          rows))
         return
-    rows = [(group_id, t, p, epoch if epoch >= 0 else "-", start, lag if lag >= 0 else "-")
-            for t, p, start, epoch, lag in await admin.offsets(group_id)]
+    offsets = await admin.offsets(group_id)
+    rows = [(group_id, t, p, epoch if epoch >= 0 and not error else "-", start if not error else "-",
+             lag if lag >= 0 and not error else "-")
+            for t, p, start, epoch, lag, error in offsets]
     if not group.members:
         click.echo(f"\nShare group '{group_id}' has no active members.\n")
     click.echo(table(("GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG"), rows))
+    errors = [f"the offsets of partition {t}-{p} of share group '{group_id}' could not be read: {error}"
+              for t, p, *_, error in offsets if error]
+    for error in errors[:-1]:
+        click.echo(f"Error: {error}", err=True)
+    if errors:
+        fail(errors[-1])
 
 
 async def _reset(admin, group_id: str, topics: list[str], timestamp: int, *, execute: bool) -> None:

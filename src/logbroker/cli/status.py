@@ -82,6 +82,8 @@ class ClusterStatus:
     partitions: list[PartitionStatus]
     groups: list[GroupStatus] = field(default_factory=list)
     groups_unavailable: str | None = None  # why groups could not be listed
+    log_dirs: list = field(default_factory=list)  # logbroker.log_dir_usage.LogDirUsage of every broker
+    log_dirs_unavailable: str | None = None  # why DescribeLogDirs gave nothing
     taken_at: float = field(default_factory=time.time)
 
 
@@ -92,8 +94,12 @@ class StatusClient:
         from confluent_kafka import Consumer
         from confluent_kafka.admin import AdminClient
 
+        from logbroker.client import client_security
+
         self.admin = AdminClient(config)
         ensure_reachable(self.admin, config)
+        self.bootstrap = config["bootstrap.servers"]
+        self.security = client_security(config)
         self.consumer = Consumer({**config, "group.id": "logbroker-status", "enable.auto.commit": False})
 
     def close(self) -> None:
@@ -127,6 +133,11 @@ class StatusClient:
             status.groups = self._groups(ends)
         except Exception as exc:  # noqa: BLE001 - groups may not exist on this broker yet
             status.groups_unavailable = error_sentence(exc)
+        from logbroker.log_dir_usage import log_dir_usage
+        try:
+            status.log_dirs = log_dir_usage(self.bootstrap, self.security)
+        except Exception as exc:  # noqa: BLE001 - a broker without DescribeLogDirs, or not allowed
+            status.log_dirs_unavailable = error_sentence(exc)
         return status
 
     def _groups(self, ends: dict[tuple[str, int], int]) -> list[GroupStatus]:
@@ -198,7 +209,7 @@ def render(status: ClusterStatus, bootstrap: str):
                            ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)),
                            _offset(p.log_start_offset), _offset(p.end_offset), flag)
 
-    parts = [header, brokers, partitions]
+    parts = [header, brokers, partitions, _log_dirs_table(status)]
     if status.groups_unavailable is not None:
         parts.append(Text(f"Groups: not available from this broker: {status.groups_unavailable}", style="yellow"))
     else:
@@ -220,6 +231,25 @@ def render(status: ClusterStatus, bootstrap: str):
             groups.caption = "no consumer groups"
         parts.append(groups)
     return Group(*parts)
+
+
+def _log_dirs_table(status: ClusterStatus):
+    from rich.table import Table
+    from rich.text import Text
+
+    from logbroker.webconsole.render import human_bytes
+
+    if status.log_dirs_unavailable is not None:
+        return Text(f"Log dirs: not available: {status.log_dirs_unavailable}", style="yellow")
+    table = Table(title="Log dirs", title_justify="left")
+    for column, justify in (("Broker", "right"), ("Log dir", "left"), ("Size", "right"),
+                            ("Usable", "right"), ("Total", "right")):
+        table.add_column(column, justify=justify, no_wrap=True)
+    for d in status.log_dirs:
+        table.add_row(str(d.broker_id), d.log_dir, human_bytes(d.size_bytes),
+                      human_bytes(d.usable_bytes if d.usable_bytes >= 0 else None),
+                      human_bytes(d.total_bytes if d.total_bytes >= 0 else None))
+    return table
 
 
 @click.command()

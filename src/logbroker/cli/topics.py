@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import click
 
 from logbroker.admin_client import error_sentence, is_internal, unreachable
+from logbroker.cli.topic_partitions import DEFAULT_PARTITION_SIZE_LIMIT, describe_topic_partitions
 from logbroker.cli.common import (
     admin_client,
     bootstrap_option,
@@ -112,10 +113,14 @@ def include_pattern(expression: str) -> re.Pattern[str]:
               help="--describe: only partitions whose ISR is smaller than their replicas.")
 @click.option("--unavailable-partitions", is_flag=True,
               help="--describe: only partitions without a leader.")
+@click.option("--partition-size-limit-per-response", type=click.IntRange(min=1),
+              default=DEFAULT_PARTITION_SIZE_LIMIT, show_default=True,
+              help="--describe: the most partitions one DescribeTopicPartitions answer may hold.")
 def topics(bootstrap_server: str, command_config: str | None, create: bool, list_: bool,
            describe: bool, alter: bool, delete: bool, topic: str | None, partitions: int | None, replication_factor: int | None,
            configs: tuple[str, ...], if_not_exists: bool, if_exists: bool, exclude_internal: bool,
-           under_replicated_partitions: bool, unavailable_partitions: bool) -> None:
+           under_replicated_partitions: bool, unavailable_partitions: bool,
+           partition_size_limit_per_response: int) -> None:
     """Create, delete, describe, or change a topic (kafka-topics.sh)."""
     action = one_action({"create": create, "list": list_, "describe": describe, "alter": alter,
                          "delete": delete},
@@ -138,7 +143,8 @@ def topics(bootstrap_server: str, command_config: str | None, create: bool, list
             click.echo(name)
     elif action == "describe":
         _describe(admin, bootstrap_server, topic, exclude_internal, if_exists,
-                  under_replicated_partitions, unavailable_partitions)
+                  under_replicated_partitions, unavailable_partitions,
+                  paging=(command_config, partition_size_limit_per_response))
     elif action == "alter":
         names = _existing(admin, bootstrap_server, topic, exclude_internal, if_exists)
         if names:
@@ -220,7 +226,10 @@ def _wait_all(futures: dict, bootstrap: str) -> None:
 
 
 def _describe(admin, bootstrap: str, expression: str | None, exclude_internal: bool,
-              if_exists: bool, under_replicated: bool, unavailable: bool) -> None:
+              if_exists: bool, under_replicated: bool, unavailable: bool,
+              paging: tuple[str | None, int]) -> None:
+    """`paging`: the --command-config and partitions per answer of DescribeTopicPartitions,
+    which describes the partitions when the broker offers it (else Metadata does)."""
     from confluent_kafka import KafkaException, TopicCollection
     from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
@@ -230,7 +239,10 @@ def _describe(admin, bootstrap: str, expression: str | None, exclude_internal: b
         names = _matching_topics(admin, bootstrap, None, exclude_internal)
     if not names:
         return
-    descriptions = admin.describe_topics(TopicCollection(names), request_timeout=TIMEOUT_S)
+    command_config, limit = paging
+    paged = describe_topic_partitions(bootstrap, command_config, names, limit)
+    descriptions = (admin.describe_topics(TopicCollection(names), request_timeout=TIMEOUT_S)
+                    if paged is None else None)
     resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
     config_futures = admin.describe_configs(resources, request_timeout=TIMEOUT_S)
     configs_by_topic = {}
@@ -249,17 +261,22 @@ def _describe(admin, bootstrap: str, expression: str | None, exclude_internal: b
             if _source(entry) != ConfigSource.DEFAULT_CONFIG.value and not entry.is_default
             and entry.value is not None))
     for name in names:
-        try:
-            description = descriptions[name].result()
-        except KafkaException as e:
-            fail_with(e, bootstrap)
-        view = TopicView(
-            name=description.name, topic_id=kafka_uuid(str(description.topic_id)),
-            partitions=tuple(
+        if paged is not None:
+            topic_id, found = paged[name]
+            partitions = tuple(PartitionView(p.partition_index, p.leader_id if p.leader_id >= 0 else None,
+                                             tuple(p.replica_nodes), tuple(p.isr_nodes)) for p in found)
+        else:
+            try:
+                description = descriptions[name].result()
+            except KafkaException as e:
+                fail_with(e, bootstrap)
+            topic_id = kafka_uuid(str(description.topic_id))
+            partitions = tuple(
                 PartitionView(p.id, None if p.leader is None or p.leader.id < 0 else p.leader.id,
                               tuple(n.id for n in p.replicas), tuple(n.id for n in p.isr))
-                for p in description.partitions),
-            configs=configs_by_topic.get(name, ()))
+                for p in description.partitions)
+        view = TopicView(name=name, topic_id=topic_id, partitions=partitions,
+                         configs=configs_by_topic.get(name, ()))
         for line in describe_lines(view, under_replicated=under_replicated,
                                    unavailable=unavailable):
             click.echo(line)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from logbroker.coordinator.assignors import Assignment
 from logbroker.coordinator.group import Group, GroupType
-from logbroker.coordinator.modern_group import ModernGroup
+from logbroker.coordinator.modern_group import ModernGroup, TopicMetadata
 from logbroker.coordinator.record_schema import CoordinatorRecord, ReplayedGroups, record_type
 from logbroker.errors import StaleMemberEpochError, UnsupportedVersionError
 
@@ -65,13 +65,6 @@ class ConsumerGroupState(enum.Enum):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-
-@dataclass(frozen=True, slots=True)
-class TopicMetadata:
-    topic_id: uuid.UUID
-    name: str
-    num_partitions: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,7 +57,6 @@ from logbroker.coordinator.consumer_group import (
 )
 from logbroker.coordinator.current_assignment import reconcile
 from logbroker.coordinator.modern_group import ModernGroupManager
-from logbroker.coordinator.offsets_schema import OFFSETS_TOPIC
 from logbroker.coordinator.record_schema import CoordinatorRecord
 from logbroker.errors import (
     FencedInstanceIdError,
@@ -73,9 +72,6 @@ from logbroker.errors import (
 )
 
 log = logging.getLogger("kafka.coordinator.group.GroupMetadataManager")
-
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state", "__share_group_state"})
-
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class HeartbeatRequest:
@@ -307,22 +303,10 @@ class ConsumerGroupManager(ModernGroupManager):
 
     def _subscription_metadata(self, subscriptions: Iterable[MemberSubscription]) -> dict[str, TopicMetadata]:
         """The existing topics the members subscribe to, by name or by regular expression."""
-        names: set[str] = set()
-        patterns = set()
-        for s in subscriptions:
-            names.update(s.subscribed_topic_names)
-            if s.subscribed_topic_regex:
-                patterns.add(compile_regex(s.subscribed_topic_regex))
-        store = self.coordinator.store
-        if patterns:  # only a regular expression needs every topic's name
-            names.update(name for name in store.topics() if name not in INTERNAL_TOPICS
-                         and any(p.fullmatch(name) for p in patterns))
-        metadata = {}
-        for name in names:
-            info = store.topic(name)
-            if info is not None and info.num_partitions > 0:
-                metadata[name] = TopicMetadata(info.topic_id, name, info.num_partitions)
-        return metadata
+        subscriptions = list(subscriptions)
+        return self.subscription_metadata(
+            (name for s in subscriptions for name in s.subscribed_topic_names),
+            {compile_regex(s.subscribed_topic_regex) for s in subscriptions if s.subscribed_topic_regex})
 
     def _target_assignment(self, group_id: str, subscriptions: dict[str, MemberSubscription],
                            metadata: dict[str, TopicMetadata], previous: dict[str, Assignment],

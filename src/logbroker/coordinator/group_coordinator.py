@@ -32,6 +32,7 @@ from logbroker.coordinator.classic_group import ClassicGroupRecords
 from logbroker.coordinator.classic_group_manager import ClassicGroupManager
 from logbroker.coordinator.group import Group, GroupType, GroupTypeManager
 from logbroker.coordinator.group_loader import GroupLoader, LazyGroupRecords
+from logbroker.coordinator.group_rehoming import GroupRehoming
 from logbroker.coordinator.offset_metadata_manager import OffsetMetadataManager
 from logbroker.coordinator.offsets_log import COMMIT_TIMEOUT_MS, build_records, map_append_error
 from logbroker.coordinator.offsets_schema import (
@@ -41,6 +42,7 @@ from logbroker.coordinator.offsets_schema import (
     partition_for,
 )
 from logbroker.errors import (
+    CoordinatorLoadInProgressError,
     GroupIdNotFoundError,
     InvalidGroupIdError,
     KafkaError,
@@ -77,7 +79,9 @@ class GroupCoordinator:
         self._live_brokers = live_brokers
         self.clock = clock
         self.groups: dict[str, Group] = {}
-        self.loader = GroupLoader(install=self._install_groups, unload=self._unload_groups, clock=clock,
+        self.rehoming = GroupRehoming(self)
+        self.loader = GroupLoader(install=self.install_groups, rehome=self.rehoming.found, unload=self._unload_groups,
+                                  num_partitions=lambda: self.num_partitions, clock=clock,
                                   record_types=(ClassicGroupRecords, CONSUMER_GROUP_RECORDS, SHARE_GROUP_RECORDS))
         self.classic = ClassicGroupManager(self)
         self._consumer: ConsumerGroupManager | None = None
@@ -142,12 +146,15 @@ class GroupCoordinator:
         return TopicPartition(OFFSETS_TOPIC, self.partition_for(group_id))
 
     def check_group(self, group_id: str | None) -> None:
-        """Raise unless this broker coordinates `group_id` now."""
+        """Raise unless this broker coordinates `group_id` now (COORDINATOR_LOAD_IN_PROGRESS also
+        while groups are being moved into its partition: coordinator/group_rehoming.py)."""
         if not group_id:
             raise InvalidGroupIdError("The group id is empty")
-        require_coordinator(self.coordinator_partition(group_id), store=self.store,
-                            replica_manager=self.replica_manager, partitions=self.loader.partitions,
-                            holds=f"group {group_id}")
+        tp = self.coordinator_partition(group_id)
+        require_coordinator(tp, store=self.store, replica_manager=self.replica_manager,
+                            partitions=self.loader.partitions, holds=f"group {group_id}")
+        if self.rehoming.blocked(tp.partition):
+            raise CoordinatorLoadInProgressError(f"Groups are being moved into {tp}; retry in a moment")
 
     def now_ms(self) -> int:
         return self.clock.time_ms()
@@ -231,7 +238,11 @@ class GroupCoordinator:
     async def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]], *, for_offsets: bool) -> None:
         """Append records (key, value or None for a tombstone) to the group's partition, in one
         batch, acks=-1; raises the error the client should get (offsets_log.map_append_error)."""
-        tp = self.coordinator_partition(group_id)
+        await self.append_to(self.coordinator_partition(group_id), entries, for_offsets=for_offsets)
+
+    async def append_to(self, tp: TopicPartition, entries: list[tuple[bytes, bytes | None]], *,
+                        for_offsets: bool) -> None:
+        """`append`, to the `__consumer_offsets` partition `tp`."""
         results = await self.replica_manager.append_records(
             timeout_ms=COMMIT_TIMEOUT_MS, required_acks=-1, entries={tp: build_records(entries, self.now_ms())})
         error = results[tp].error
@@ -249,7 +260,7 @@ class GroupCoordinator:
             if tp.topic == OFFSETS_TOPIC and partition.is_leader:
                 self.loader.load_now(partition)
 
-    def _install_groups(self, groups: dict[str, Group]) -> None:
+    def install_groups(self, groups: dict[str, Group]) -> None:
         for group_id, group in groups.items():
             self.groups[group_id] = group
             self._manager(group).installed(group)
@@ -257,6 +268,7 @@ class GroupCoordinator:
     def _unload_groups(self, partition_index: int) -> int:
         """Drop the groups of a partition this broker no longer leads: timers cancelled, parked
         requests answered NOT_COORDINATOR (the clients find the new coordinator). Returns how many."""
+        self.rehoming.forget(partition_index)
         unloaded = [g for g in self.groups.values() if self.partition_for(g.group_id) == partition_index]
         for group in unloaded:
             self._manager(group).unloaded(group, NotCoordinatorError(

@@ -16,6 +16,11 @@ version no type takes (a newer Kafka's record type) is skipped with a warning. A
 `GroupRecords` is made when the load meets its first record, so a partition without consumer or
 share groups never imports their modules (`LazyGroupRecords`).
 
+A record of a group that Kafka places in another partition (`offsets_schema.partition_for`) is
+not replayed: earlier logbroker versions placed groups by `hashCode & 0x7fffffff`, which differs
+for every negative hash. The latest value of each such key is handed to `rehome` instead
+(`LoadedGroups.strays`), which moves it where it belongs (coordinator/group_rehoming.py).
+
 Why the epoch: a load runs in a worker thread and may finish after this broker has lost the
 partition (and maybe won it back, with another broker's writes in between). A load started at
 leader epoch e is installed only if the partition is still loading at e when it ends; otherwise it
@@ -28,7 +33,8 @@ import asyncio
 import importlib
 import logging
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from logbroker.clock import Clock
@@ -42,6 +48,8 @@ from logbroker.coordinator.offsets_schema import (
     UnknownSchemaError,
     decode_key,
     decode_offset_commit_value,
+    key_group,
+    partition_for,
 )
 from logbroker.storage.log import Log
 from logbroker.types import TopicPartition
@@ -135,13 +143,23 @@ class GroupLoader:
     RETRY_S = 1.0  # after a failed load (a segment swapped by the cleaner under the reader, …)
 
     def __init__(self, *, install: Callable[[dict[str, Group]], None],
-                 unload: Callable[[int], int], clock: Clock,
+                 rehome: Callable[[int, dict[bytes, bytes]], None],
+                 unload: Callable[[int], int], num_partitions: Callable[[], int], clock: Clock,
                  record_types: Sequence[Callable[[], GroupRecords]]) -> None:
+        """`rehome(partition, strays)` is called after each load is installed, with the records
+        of groups placed elsewhere (often none)."""
         self.partitions = CoordinatedPartitions()
         self._install = install
+        self._rehome = rehome
         self._unload = unload
+        self._num_partitions = num_partitions
         self._clock = clock
         self._record_types = record_types
+
+    def replay(self, records: Iterable[tuple[bytes, bytes | None]], partition_index: int) -> dict[str, Group]:
+        """The groups that non-transactional `records` make (as if read from a partition's log)."""
+        return replay_groups(((key, value, -1, None) for key, value in records), partition_index,
+                             self._clock.time_ms(), self._record_types)
 
     def on_leadership_change(self, tp: TopicPartition, partition) -> None:
         """ReplicaManager's leadership listener: `partition` is None when the replica was stopped."""
@@ -163,12 +181,12 @@ class GroupLoader:
         index, epoch, log_ = partition.tp.partition, partition.leader_epoch, partition.log
         end_offset = log_.log_end_offset
         started_ms = self._clock.time_ms()
+        args = (log_, end_offset, index, self._num_partitions(), started_ms, self._record_types)
         if not in_background or end_offset <= log_.log_start_offset:
-            self._finish(partition, epoch, load_groups(log_, end_offset, index, started_ms, self._record_types), started_ms)
+            self._finish(partition, epoch, load_groups(*args), started_ms)
             return
         log.info("Scheduling loading of offsets and group metadata from %s at leader epoch %d", partition.tp, epoch)
-        future = asyncio.get_running_loop().run_in_executor(None, load_groups, log_, end_offset, index, started_ms,
-                                                              self._record_types)
+        future = asyncio.get_running_loop().run_in_executor(None, load_groups, *args)
         future.add_done_callback(lambda f: self._loaded(partition, epoch, f, started_ms))
 
     def _loaded(self, partition, epoch: int, future, started_ms: int) -> None:
@@ -185,31 +203,88 @@ class GroupLoader:
         if self.partitions.loading.get(partition.tp.partition) == epoch:  # not resigned or re-elected since
             self._load(partition, in_background=True)
 
-    def _finish(self, partition, epoch: int, groups: dict[str, Group], started_ms: int) -> None:
+    def _finish(self, partition, epoch: int, loaded: LoadedGroups, started_ms: int) -> None:
         if not self.partitions.finish(partition.tp.partition, epoch):
             log.info("Discarded the groups loaded from %s at leader epoch %d: leadership moved meanwhile",
                      partition.tp, epoch)
             return
-        self._install(groups)
-        log.info("Finished loading %d group(s) from %s at leader epoch %d in %d ms", len(groups), partition.tp,
-                 epoch, self._clock.time_ms() - started_ms)
+        self._install(loaded.groups)
+        log.info("Finished loading %d group(s) from %s at leader epoch %d in %d ms", len(loaded.groups),
+                 partition.tp, epoch, self._clock.time_ms() - started_ms)
+        self._rehome(partition.tp.partition, loaded.strays)
 
 
-def load_groups(log_: Log, end_offset: int, partition_index: int, now_ms: int,
-                record_types: Sequence[Callable[[], GroupRecords]]) -> dict[str, Group]:
-    """The groups stored in `log_` below `end_offset`, with their committed offsets. Members come
-    back as they were, without session timers (the coordinator arms them): those that do not
-    heartbeat within their session timeout are then removed and the group rebalances, as on
-    Kafka. A group id with offsets and no group record is an Empty classic group, as Kafka
-    makes one for a commit from outside group management. Blocks on disk; touches no
-    coordinator state, so it may run in a worker thread."""
+@dataclass(frozen=True, slots=True)
+class LoadedGroups:
+    """What one `__consumer_offsets` partition holds: `groups` placed in it, and `strays`, the
+    latest value (never a tombstone) of each key of a group that Kafka places in another
+    partition, in the order of their last writes."""
+
+    groups: dict[str, Group]
+    strays: dict[bytes, bytes]
+
+
+def load_groups(log_: Log, end_offset: int, partition_index: int, num_partitions: int, now_ms: int,
+                record_types: Sequence[Callable[[], GroupRecords]]) -> LoadedGroups:
+    """The groups stored in `log_` below `end_offset`, with their committed offsets, and the
+    records of groups placed elsewhere (`LoadedGroups`). Blocks on disk; touches no coordinator
+    state, so it may run in a worker thread."""
+    strays: dict[bytes, bytes] = {}
+    records = placed_here(replay_transactional(log_, end_offset), partition_index, num_partitions, strays)
+    groups = replay_groups(records, partition_index, now_ms, record_types)
+    return LoadedGroups(groups, strays)
+
+
+def placed_here(records: Iterable[tuple[bytes | None, bytes | None, int, bool | None]], partition_index: int,
+                 num_partitions: int, strays: dict[bytes, bytes]
+                 ) -> Iterator[tuple[bytes | None, bytes | None, int, bool | None]]:
+    """`records` (replay_transactional's) without those of groups placed in another partition,
+    whose latest values go to `strays` instead: a transactional offset commit once its COMMIT
+    marker is read (an aborted one never; one still open is left where it is). Unreadable keys
+    pass, for `replay_groups` to report."""
+    pending: dict[int, dict[bytes, bytes | None]] = {}  # producer id → its open transaction's strays
+    for record in records:
+        key, value, producer_id, marker = record
+        if marker is not None:
+            committed = pending.pop(producer_id, {})
+            if marker:
+                for k, v in committed.items():
+                    _keep_latest(strays, k, v)
+            yield record
+            continue
+        try:
+            group = key_group(key)
+        except (UnknownSchemaError, ValueError, IndexError, struct.error):
+            yield record
+            continue
+        if partition_for(group, num_partitions) == partition_index:
+            yield record
+        elif producer_id >= 0:
+            pending.setdefault(producer_id, {})[key] = value
+        else:
+            _keep_latest(strays, key, value)
+
+
+def _keep_latest(strays: dict[bytes, bytes], key: bytes, value: bytes | None) -> None:
+    strays.pop(key, None)
+    if value is not None:
+        strays[key] = value
+
+
+def replay_groups(records: Iterable[tuple[bytes | None, bytes | None, int, bool | None]], partition_index: int,
+                  now_ms: int, record_types: Sequence[Callable[[], GroupRecords]]) -> dict[str, Group]:
+    """The groups that `records` (replay_transactional's, in log order) make, with their
+    committed offsets. Members come back as they were, without session timers (the coordinator
+    arms them): those that do not heartbeat within their session timeout are then removed and the
+    group rebalances, as on Kafka. A group id with offsets and no group record is an Empty classic
+    group, as Kafka makes one for a commit from outside group management."""
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
     makers = {version: make for make in record_types for version in make.KEY_VERSIONS}
     made: dict[Callable[[], GroupRecords], GroupRecords] = {}  # each type's, at its first record
     unknown_versions: set[int] = set()
     # Transactional offset commits, by producer id then group: applied at their COMMIT marker.
     pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
-    for key_bytes, value, producer_id, marker in replay_transactional(log_, end_offset):
+    for key_bytes, value, producer_id, marker in records:
         if marker is not None:
             for group_id, group_offsets in pending.pop(producer_id, {}).items():
                 if marker:

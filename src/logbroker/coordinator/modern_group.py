@@ -12,7 +12,12 @@ group's `lock` serializes the heartbeats and expirations that compute, append an
   `member`, `validate_delete_group`).
 - `ModernGroupManager`: the coordinator shell's hooks (group.GroupTypeManager) that both
   managers answer the same way; each type says how to stop one member (`_stop_member`: cancel
-  its timers) and how to arm them on load (`installed`).
+  its timers) and how to arm them on load (`installed`). And how both follow the topics: on
+  every heartbeat the members' subscriptions are resolved against the current metadata
+  (`subscription_metadata`: each subscribed topic that exists, with its id and partition count);
+  when that differs from what the group last recorded — a subscribed topic created, deleted,
+  created again under a new id, or given more partitions — the group epoch is bumped and the
+  assignments follow, as Kafka's GroupMetadataManager does on metadata changes.
 
 Invariants: `group_epoch` never decreases; `dead` only ever goes from False to True (the group's
 metadata tombstone, or its removal), after which the coordinator no longer serves the group.
@@ -22,11 +27,43 @@ Event loop only (loading replays into groups no other thread sees, in a worker t
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import re
+import struct
+import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from logbroker.coordinator.group import Group
+from logbroker.coordinator.offsets_schema import OFFSETS_TOPIC
 from logbroker.errors import GroupIdNotFoundError, KafkaError, NonEmptyGroupError, UnknownMemberIdError
+
+
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state", "__share_group_state"})
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    topic_id: uuid.UUID
+    name: str
+    num_partitions: int
+
+
+def topics_hash(metadata: Mapping[str, TopicMetadata]) -> int:
+    """A signed 64-bit digest of the subscribed topics' names, ids and partition counts (0 for
+    none), what a share group records as its metadata hash. Kafka 4.1+ records an XXH3 digest
+    there; a group written by Kafka therefore gets one epoch bump on its first heartbeat here,
+    which is harmless (the assignment is sent again)."""
+    if not metadata:
+        return 0
+    digest = hashlib.blake2b(digest_size=8)
+    for name in sorted(metadata):
+        topic = metadata[name]
+        encoded = name.encode()
+        digest.update(struct.pack(">H", len(encoded)) + encoded + topic.topic_id.bytes
+                      + struct.pack(">i", topic.num_partitions))
+    return struct.unpack(">q", digest.digest())[0]
 
 
 @dataclass(slots=True, eq=False)
@@ -84,6 +121,23 @@ class ModernGroupManager:
         if not isinstance(group, self.GROUP_CLASS):
             raise GroupIdNotFoundError(f"Group {group_id} is not a {self.NOUN} group.")
         return group
+
+    def subscription_metadata(self, names: Iterable[str], patterns: Iterable[re.Pattern] = ()
+                              ) -> dict[str, TopicMetadata]:
+        """The existing topics (with partitions) among `names` and the non-internal topics that a
+        pattern fully matches, resolved against the metadata now."""
+        wanted = set(names)
+        patterns = list(patterns)
+        store = self.coordinator.store
+        if patterns:  # only a regular expression needs every topic's name
+            wanted.update(name for name in store.topics() if name not in INTERNAL_TOPICS
+                          and any(p.fullmatch(name) for p in patterns))
+        metadata = {}
+        for name in wanted:
+            info = store.topic(name)
+            if info is not None and info.num_partitions > 0:
+                metadata[name] = TopicMetadata(info.topic_id, name, info.num_partitions)
+        return metadata
 
     def describe(self, group: ModernGroup) -> dict:
         raise GroupIdNotFoundError(f"Group {group.group_id} is not a classic group.")

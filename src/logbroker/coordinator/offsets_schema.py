@@ -18,7 +18,8 @@ A null value is a tombstone: the offset (or the whole group) is deleted, and com
 drops the key. Kafka's kafka-console-consumer with its OffsetsMessageFormatter and
 GroupMetadataMessageFormatter reads these records, and we read Kafka's.
 
-Also here: which partition of `__consumer_offsets` holds a group, by Java's String.hashCode.
+Also here: which partition of `__consumer_offsets` holds a group, by Java's String.hashCode (the
+same rule places transactional ids and share-partition keys), and the group id of any key.
 Pure functions, no I/O.
 """
 
@@ -49,9 +50,30 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+def hash_partition(key: str, num_partitions: int) -> int:
+    """The partition of a coordinator key (group id, transactional id, share-partition key), as
+    Kafka places it: `Utils.abs(key.hashCode()) % num_partitions`, where Utils.abs maps
+    Integer.MIN_VALUE to 0 and is Math.abs otherwise. (Masking the sign bit instead, `& 0x7fffffff`,
+    gives another partition for every negative hash.)"""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+
+
 def partition_for(group_id: str, num_partitions: int) -> int:
     """The `__consumer_offsets` partition of a group, as Kafka computes it."""
-    return (java_string_hash(group_id) & 0x7FFFFFFF) % num_partitions
+    return hash_partition(group_id, num_partitions)
+
+
+def key_group(key: bytes) -> str:
+    """The group id of any `__consumer_offsets` record key: every key version Kafka writes (0-16)
+    is its int16 version then, first of its fields, the group id (int16-length UTF-8; keys are
+    never flexible). Raises UnknownSchemaError for a key too short to hold one."""
+    r = SchemaReader(key)
+    r.i16()
+    group = r.string()
+    if group is None:
+        raise UnknownSchemaError("a __consumer_offsets key with a null group id")
+    return group
 
 
 # -- value types ------------------------------------------------------------------------------

@@ -10,16 +10,20 @@ refuses it), as Kafka.
 Membership: a member joins with member epoch 0 and its own member id (ShareGroupHeartbeat v1:
 the client makes the id), leaves with epoch -1, and heartbeats in between with the epoch it was
 given; any other epoch is FENCED_MEMBER_EPOCH, an unknown member id UNKNOWN_MEMBER_ID. Every
-change of membership or subscriptions bumps the group epoch. Share groups need no revocation —
+change of membership or subscriptions bumps the group epoch, and so does every change of the
+subscribed topics' metadata (modern_group.py: a topic created after the subscription, deleted,
+created again under a new id, or given partitions), found at the next heartbeat; the members then
+get the new assignment at their next heartbeats. Share groups need no revocation —
 records, not partitions, are handed out — so the assignment is computed at once: as Kafka's
 simple assignor does when members may share partitions, every member gets every partition of
 the topics it subscribes to, and its member epoch is the group epoch.
 
 Durable state, Kafka's records in `__consumer_offsets`: ShareGroupMetadata (key version 11: the
-group epoch) and ShareGroupMemberMetadata (10: a member's client, host, rack and subscription),
-appended before the heartbeat is answered; a restart (or a new coordinator) replays them, so the
-group and its members come back with their epochs, and members that do not heartbeat again
-within group.share.session.timeout.ms are removed. The in-memory group changes only after its
+group epoch, and the hash of the subscribed topics' metadata it was bumped for) and
+ShareGroupMemberMetadata (10: a member's client, host, rack and subscription), appended before
+the heartbeat is answered; a restart (or a new coordinator) replays them, so the group and its
+members come back with their epochs, and members that do not heartbeat again within
+group.share.session.timeout.ms are removed. The in-memory group changes only after its
 records are in the log.
 
 Invariants: `group_epoch` only increases; a member's epoch is the group epoch once it has
@@ -35,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from logbroker.coordinator.group import GroupType
-from logbroker.coordinator.modern_group import ModernGroup, ModernGroupManager
+from logbroker.coordinator.modern_group import ModernGroup, ModernGroupManager, topics_hash
 from logbroker.coordinator.record_schema import CoordinatorRecord, ReplayedGroups, record_type
 from logbroker.errors import (
     FencedMemberEpochError,
@@ -76,6 +80,9 @@ class ShareGroup(ModernGroup):
     GROUP_TYPE = GroupType.SHARE
     KIND = "Share group"
 
+    # modern_group.topics_hash of the subscribed topics when the group epoch was last bumped.
+    metadata_hash: int = 0
+
     @property
     def assignment_epoch(self) -> int:
         return self.group_epoch  # the assignment follows the subscriptions at once
@@ -111,6 +118,7 @@ class ShareGroup(ModernGroup):
                 self.dead = True
             else:
                 self.group_epoch = record.value.epoch
+                self.metadata_hash = record.value.metadata_hash
         elif record.type is MEMBER_METADATA:
             member_id = record.key.member_id
             if record.value is None:
@@ -131,9 +139,9 @@ class ShareGroup(ModernGroup):
         return [r.encode() for r in records]
 
 
-def epoch_record(group_id: str, epoch: int) -> CoordinatorRecord:
+def epoch_record(group_id: str, epoch: int, metadata_hash: int = 0) -> CoordinatorRecord:
     return CoordinatorRecord(GROUP_METADATA, GROUP_METADATA.Key(group_id=group_id),
-                             GROUP_METADATA.Value(epoch=epoch, metadata_hash=0))
+                             GROUP_METADATA.Value(epoch=epoch, metadata_hash=metadata_hash))
 
 
 def member_record(group_id: str, member_id: str, member: ShareGroupMember | None) -> CoordinatorRecord:
@@ -242,18 +250,33 @@ class ShareGroupManager(ModernGroupManager):
             records = []
             if member is None or (wanted.subscribed_topic_names, wanted.rack_id) != (
                     member.subscribed_topic_names, member.rack_id):
-                records = [member_record(group_id, member_id, wanted), epoch_record(group_id, group.group_epoch + 1)]
+                records.append(member_record(group_id, member_id, wanted))
+            metadata_hash = self._metadata_hash(group, wanted)
+            if records or metadata_hash != group.metadata_hash:
+                records.append(epoch_record(group_id, group.group_epoch + 1, metadata_hash))
                 await self.coordinator.append(group_id, [r.encode() for r in records], for_offsets=False)
                 for record in records:
                     group.apply(record)
                 if member is None:
                     log.info("Member %s joined share group %s (epoch %d)", member_id, group_id, group.group_epoch)
+                elif len(records) == 1:
+                    log.info("The subscribed topics of share group %s changed; bumped the group epoch to %d",
+                             group_id, group.group_epoch)
             member = group.members[member_id]
             self._arm_session_timer(group, member)
             changed = member.member_epoch != group.group_epoch or member_epoch == 0
             member.member_epoch = group.group_epoch
             return HeartbeatResult(member_id, member.member_epoch, interval_ms,
                                    self.assignment(member) if changed else None)
+
+    def _metadata_hash(self, group: ShareGroup, changed: ShareGroupMember | None = None,
+                       removed: ShareGroupMember | None = None) -> int:
+        """topics_hash of what the members subscribe to now, `changed` as it will be and
+        without `removed`."""
+        members = {m.member_id: m for m in group.members.values() if m is not removed}
+        if changed is not None:
+            members[changed.member_id] = changed
+        return topics_hash(self.subscription_metadata(t for m in members.values() for t in m.subscribed_topic_names))
 
     def assignment(self, member: ShareGroupMember) -> dict[str, list[int]]:
         """Every partition of each subscribed topic that exists."""
@@ -266,7 +289,8 @@ class ShareGroupManager(ModernGroupManager):
 
     async def _remove(self, group: ShareGroup, member: ShareGroupMember, reason: str) -> None:
         """Remove a member (caller holds the group's lock): its tombstone and a new epoch first."""
-        records = [member_record(group.group_id, member.member_id, None), epoch_record(group.group_id, group.group_epoch + 1)]
+        records = [member_record(group.group_id, member.member_id, None),
+                   epoch_record(group.group_id, group.group_epoch + 1, self._metadata_hash(group, removed=member))]
         await self.coordinator.append(group.group_id, [r.encode() for r in records], for_offsets=False)
         self._stop_member(member)
         for record in records:

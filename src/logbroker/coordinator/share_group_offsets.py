@@ -15,14 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from logbroker.coordinator.partition_metadata_client import PartitionMetadataClient
 from logbroker.coordinator.share_group import ShareGroup
-from logbroker.coordinator.share_partition import RecordState
 from logbroker.coordinator.share_partition_manager import SharePartitionManager
-from logbroker.coordinator.share_state_log import ShareSnapshot
+from logbroker.coordinator.share_state_log import ShareSnapshot, ShareStateSummary
 from logbroker.errors import GroupIdNotFoundError, KafkaError, NonEmptyGroupError, UnknownTopicOrPartitionError
 from logbroker.types import TopicPartition
-
-_SETTLED = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +33,12 @@ class SharePartitionOffset:
 
 
 class ShareGroupOffsets:
-    def __init__(self, *, coordinator, manager: SharePartitionManager, store) -> None:
+    def __init__(self, *, coordinator, manager: SharePartitionManager, store,
+                 partition_metadata: PartitionMetadataClient) -> None:
         self.coordinator = coordinator
         self.manager = manager
         self.store = store
+        self.partition_metadata = partition_metadata
 
     def _check_share_group(self, group_id: str, *, empty: bool) -> None:
         """A group of another type is GROUP_ID_NOT_FOUND; none at all is fine (a share group's
@@ -64,33 +64,33 @@ class ShareGroupOffsets:
 
     async def describe(self, group_id: str, topics: dict[str, list[int]] | None) -> list[SharePartitionOffset]:
         """The start offset and lag of each partition (asked for, or, with None, each one the
-        group has state on)."""
+        group has state on). A partition whose state cannot be read now carries the error; its
+        lag counts from the partition leader's high watermark, wherever it is led (-1 when that
+        cannot be learnt now)."""
         self._check_share_group(group_id, empty=False)
-        results = []
+        found: list[tuple[TopicPartition, ShareStateSummary | None, KafkaError | None]] = []
         for tp in self.partitions(topics):
             if self.store.topic(tp.topic) is None:
-                results.append(SharePartitionOffset(tp, -1, error=_unknown(tp)))
+                found.append((tp, None, _unknown(tp)))
                 continue
             try:
-                state = await self.manager.persister.read(self.manager.key_of(group_id, tp))
+                state = await self.manager.persister.read_summary(self.manager.key_of(group_id, tp))
             except KafkaError as exc:
-                results.append(SharePartitionOffset(tp, -1, error=exc))
+                found.append((tp, None, exc))
                 continue
-            if state is None or state.start_offset < 0:
-                if topics is not None:
-                    results.append(SharePartitionOffset(tp, -1))
-                continue
-            results.append(SharePartitionOffset(tp, state.start_offset, state.leader_epoch, self._lag(tp, state)))
+            if state is not None and state.start_offset >= 0:
+                found.append((tp, state, None))
+            elif topics is not None:
+                found.append((tp, None, None))
+        ends = await self.partition_metadata.high_watermarks([tp for tp, state, _ in found if state is not None])
+        results = []
+        for tp, state, error in found:
+            if state is None:
+                results.append(SharePartitionOffset(tp, -1, error=error))
+            else:
+                results.append(SharePartitionOffset(tp, state.start_offset, state.leader_epoch,
+                                                    _lag(state, ends.get(tp))))
         return results
-
-    def _lag(self, tp: TopicPartition, state: ShareSnapshot) -> int:
-        """Records not yet settled below the high watermark; -1 when the partition is led elsewhere."""
-        partition = self.manager.replica_manager.partitions.get(tp)
-        if partition is None or not partition.is_leader:
-            return -1
-        settled = sum(b.last_offset - b.first_offset + 1 for b in state.state_batches
-                      if b.state in _SETTLED and b.first_offset >= state.start_offset)
-        return max(partition.high_watermark - state.start_offset - settled, 0)
 
     async def alter(self, group_id: str, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, KafkaError | None]:
         """Set start offsets; a group id no group has yet becomes an empty share group."""
@@ -141,3 +141,10 @@ class ShareGroupOffsets:
 
 def _unknown(tp: TopicPartition) -> KafkaError:
     return UnknownTopicOrPartitionError(f"Topic {tp.topic} does not exist")
+
+
+def _lag(state: ShareStateSummary, high_watermark: int | None) -> int:
+    """Records not yet settled below the high watermark; -1 when it is not known."""
+    if high_watermark is None or state.delivery_complete_count < 0:
+        return -1
+    return max(high_watermark - state.start_offset - state.delivery_complete_count, 0)

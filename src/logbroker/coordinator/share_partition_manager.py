@@ -11,10 +11,14 @@ forgetting others; epoch -1 closes it and releases what it holds. A non-zero epo
 session is SHARE_SESSION_NOT_FOUND, a wrong one INVALID_SHARE_SESSION_EPOCH; either leaves the
 session as it was.
 
-Order of work, and why: acknowledgements are applied and the resulting state is written through
-the persister (acks=-1 on `__share_group_state`) *before* the response says they succeeded, so
-a restart never redelivers an acknowledged record; acquisition is not persisted (a restart makes
-acquired records available again, which is what the client expects of a lost lock). When nothing
+Order of work, and why: a state change (acknowledgements, a lock expiry, a member's records
+released) is written through the persister (acks=-1 on `__share_group_state`) *before* it is
+applied and before the response says it succeeded, so a restart never redelivers an acknowledged
+record, and a write that fails leaves the records as they were (the client hears the error; an
+expired lock is retried after a backoff). Writes of one share-partition go one at a time, each
+the state the previous one left plus its own change, so a failed write never leaks into a later
+one. Acquisition is not persisted (a restart makes acquired records available again, which is
+what the client expects of a lost lock). When nothing
 can be acquired the fetch waits in the fetch purgatory, woken by appends to the partition and by
 released records (lock expiry, RELEASE, a member leaving), up to its max wait.
 
@@ -26,16 +30,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logbroker.clock import Clock
-from logbroker.coordinator.share_partition import AcquiredRecords, SharePartition
+from logbroker.coordinator.share_partition import AcquiredRecords, LogBatch, SharePartition, Transition
 from logbroker.coordinator.share_persister import SharePersister
 from logbroker.coordinator.share_state_log import SharePartitionKey, ShareSnapshot
 from logbroker.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    FencedLeaderEpochError,
     FencedStateEpochError,
     InvalidRequestError,
     InvalidShareSessionEpochError,
@@ -50,6 +56,7 @@ from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.share.SharePartitionManager")
 
+RETRY_EXPIRY_S = 1.0  # after a failed write of released locks
 FINAL_SHARE_SESSION_EPOCH = -1
 INITIAL_SHARE_SESSION_EPOCH = 0
 
@@ -59,7 +66,9 @@ class ShareSession:
     group_id: str
     member_id: str
     epoch: int  # the epoch the next request must carry
-    partitions: set[TopicPartition] = field(default_factory=set)
+    # (topic id, partition) → the partition by name, as when the client added it: a topic
+    # deleted and created again under its name is another partition, with another id.
+    partitions: dict[tuple[uuid.UUID, int], TopicPartition] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -90,7 +99,10 @@ class SharePartitionManager:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self._loading: dict[tuple[str, TopicPartition], asyncio.Future] = {}
         self._timers: dict[tuple[str, TopicPartition], asyncio.TimerHandle] = {}
+        # share.isolation.level == read_committed, read with the share-partition's other group
+        # configs when it is loaded (a group config read may block on ZooKeeper).
         self._read_committed: dict[tuple[str, TopicPartition], bool] = {}
+        self._write_locks: dict[tuple[str, TopicPartition], asyncio.Lock] = {}
         self._background: set[asyncio.Task] = set()
 
     # -- share sessions -----------------------------------------------------------------------
@@ -123,7 +135,7 @@ class SharePartitionManager:
         self._close(session)
 
     def _close(self, session: ShareSession) -> None:
-        for tp in session.partitions:
+        for tp in session.partitions.values():
             self._release_member(session.group_id, tp, session.member_id)
 
     def on_member_removed(self, group_id: str, member_id: str) -> None:
@@ -143,8 +155,8 @@ class SharePartitionManager:
 
     def _release_member(self, group_id: str, tp: TopicPartition, member_id: str) -> None:
         sp = self.share_partitions.get((group_id, tp))
-        if sp is not None and sp.release_member(member_id):
-            self._state_changed(sp)
+        if sp is not None and (transition := sp.release_member(member_id)) is not None:
+            self._in_background(sp, transition, "release the records of a member that left")
 
     # -- share-partitions -----------------------------------------------------------------------
     def key_of(self, group_id: str, tp: TopicPartition) -> SharePartitionKey:
@@ -175,11 +187,12 @@ class SharePartitionManager:
 
     async def _load(self, group_id: str, tp: TopicPartition, partition) -> SharePartition:
         key = self.key_of(group_id, tp)
-        snapshot = await self.persister.read(key)
+        leader_epoch = partition.leader_epoch
+        snapshot = await self.persister.read(key, leader_epoch=leader_epoch)
         if snapshot is None or snapshot.start_offset < 0:
             reset = self._group_config(group_id, "share.auto.offset.reset")
             start = partition.log.log_start_offset if reset == "earliest" else partition.high_watermark
-            snapshot = ShareSnapshot(0, 0, partition.leader_epoch, start)
+            snapshot = ShareSnapshot(0, 0, leader_epoch, start)
             await self.persister.write(key, snapshot)
             log.info("Initialized share-partition %s-%s at offset %d (share.auto.offset.reset=%s)",
                      group_id, tp, start, reset)
@@ -187,7 +200,7 @@ class SharePartitionManager:
             log.info("Loaded share-partition %s-%s at start offset %d", group_id, tp, snapshot.start_offset)
         sp = SharePartition(
             group_id=group_id, tp=tp, start_offset=max(snapshot.start_offset, partition.log.log_start_offset),
-            state_batches=list(snapshot.state_batches), state_epoch=snapshot.state_epoch,
+            state_batches=list(snapshot.state_batches), state_epoch=snapshot.state_epoch, leader_epoch=leader_epoch,
             delivery_count_limit=self.config.group_share_delivery_count_limit,
             max_in_flight_records=self.config.group_share_partition_max_record_locks,
             lock_duration_ms=int(self._group_config(group_id, "share.record.lock.duration.ms")), clock=self.clock)
@@ -195,33 +208,52 @@ class SharePartitionManager:
             self._group_config(group_id, "share.isolation.level") == "read_committed"
         return sp
 
-    async def persist(self, sp: SharePartition) -> None:
-        """Write the share-partition's state; returns once the share coordinator has it. A state
-        fenced by a newer epoch (its offsets were altered) is dropped and reloaded on next use."""
-        partition = self.replica_manager.partitions.get(sp.tp)
-        leader_epoch = partition.leader_epoch if partition is not None else -1
+    async def apply(self, sp: SharePartition, transition: Transition) -> None:
+        """Persist the state `transition` leads to, then commit it; when the write fails, abort it
+        (the records stay as they were) and raise. A state fenced by a newer state or leader epoch
+        (its offsets were altered, or another broker leads the partition now) is dropped and
+        reloaded on next use."""
+        key = (sp.group_id, sp.tp)
+        lock = self._write_locks.setdefault(key, asyncio.Lock())
+        try:
+            async with lock:
+                await self.persist(sp, transition)
+        except BaseException:
+            sp.abort(transition)
+            raise
+        sp.commit(transition)
+
+    async def persist(self, sp: SharePartition, transition: Transition | None = None) -> None:
+        """Write the share-partition's state (with `transition` applied); returns once the share
+        coordinator has it."""
+        start_offset, batches = sp.persisted_state(transition)
         try:
             await self.persister.write(self.key_of(sp.group_id, sp.tp), ShareSnapshot(
-                0, sp.state_epoch, leader_epoch, sp.start_offset, tuple(sp.state_batches())))
-        except FencedStateEpochError:
+                0, sp.state_epoch, sp.leader_epoch, start_offset, tuple(batches)))
+        except (FencedStateEpochError, FencedLeaderEpochError):
             if self.share_partitions.get((sp.group_id, sp.tp)) is sp:
                 self.drop(sp.group_id, sp.tp)
             raise
 
-    def _state_changed(self, sp: SharePartition) -> None:
-        """Records became available again: persist in the background (the delivery counts) and
-        wake the fetches waiting on the partition."""
+    def _in_background(self, sp: SharePartition, transition: Transition, what: str) -> None:
+        """Apply a transition no client waits for (records released), then wake the fetches
+        waiting on the partition; a failed write is logged, and expired locks are retried."""
         async def store() -> None:
+            retry_after_s = 0.0
             try:
-                await self.persist(sp)
+                await self.apply(sp, transition)
             except KafkaError as exc:
-                log.warning("Failed to persist share-partition %s-%s: %s", sp.group_id, sp.tp, exc)
+                log.warning("Failed to persist share-partition %s-%s to %s; the records stay as they were: %s",
+                            sp.group_id, sp.tp, what, exc)
+                retry_after_s = RETRY_EXPIRY_S
+            self.replica_manager.fetch_purgatory.check_and_complete(sp.tp)
+            if self.share_partitions.get((sp.group_id, sp.tp)) is sp:
+                self._arm_lock_timer(sp, min_delay_s=retry_after_s)
         task = asyncio.get_running_loop().create_task(store())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        self.replica_manager.fetch_purgatory.check_and_complete(sp.tp)
 
-    def _arm_lock_timer(self, sp: SharePartition) -> None:
+    def _arm_lock_timer(self, sp: SharePartition, *, min_delay_s: float = 0.0) -> None:
         deadline = sp.next_lock_deadline_ms()
         key = (sp.group_id, sp.tp)
         timer = self._timers.pop(key, None)
@@ -229,50 +261,51 @@ class SharePartitionManager:
             timer.cancel()
         if deadline is None:
             return
-        delay_s = max(deadline - self.clock.monotonic_ms(), 0) / 1000
+        delay_s = max((deadline - self.clock.monotonic_ms()) / 1000, min_delay_s, 0)
         self._timers[key] = asyncio.get_running_loop().call_later(delay_s, self._locks_expired, sp)
 
     def _locks_expired(self, sp: SharePartition) -> None:
         self._timers.pop((sp.group_id, sp.tp), None)
         if self.share_partitions.get((sp.group_id, sp.tp)) is not sp:
             return
-        expired = sp.expire_locks()
-        if expired:
-            log.info("Released %d record(s) of share-partition %s-%s whose acquisition lock expired",
-                     expired, sp.group_id, sp.tp)
-            self._state_changed(sp)
-        self._arm_lock_timer(sp)
+        transition = sp.expire_locks()
+        if transition is None:  # early, or the expired locks are being released already
+            self._arm_lock_timer(sp)
+            return
+        log.info("Releasing %d record(s) of share-partition %s-%s whose acquisition lock expired",
+                 len(transition.states), sp.group_id, sp.tp)
+        self._in_background(sp, transition, "release expired acquisition locks")
 
     # -- acknowledging ----------------------------------------------------------------------
     async def acknowledge(self, group_id: str, member_id: str,
                           acknowledgements: dict[TopicPartition, list[tuple[int, int, list[int]]]]
                           ) -> dict[TopicPartition, KafkaError | None]:
-        """Apply each partition's acknowledgements and persist them; per partition the error."""
-        results: dict[TopicPartition, KafkaError | None] = {}
-        changed: list[SharePartition] = []
-        for tp, batches in acknowledgements.items():
+        """Persist each partition's acknowledgements, then apply them; per partition the error
+        (a partition whose write failed keeps its records as they were)."""
+        async def one(tp: TopicPartition, batches) -> KafkaError | None:
             try:
                 sp = await self.share_partition(group_id, tp)
-                sp.acknowledge(member_id, batches)
+                transition = sp.acknowledge(member_id, batches)
+                if transition is None:  # nothing to change (a GAP over settled offsets)
+                    return None
+                try:
+                    await self.apply(sp, transition)
+                finally:
+                    self._arm_lock_timer(sp)
+                    self.replica_manager.fetch_purgatory.check_and_complete(sp.tp)
             except KafkaError as exc:
-                results[tp] = exc
-                continue
-            results[tp] = None
-            changed.append(sp)
-        for sp in changed:
-            try:
-                await self.persist(sp)
-            except KafkaError as exc:
-                results[sp.tp] = exc
-            self._arm_lock_timer(sp)
-            self.replica_manager.fetch_purgatory.check_and_complete(sp.tp)
-        return results
+                return exc
+            return None
+        tps = list(acknowledgements)
+        errors = await asyncio.gather(*(one(tp, acknowledgements[tp]) for tp in tps))
+        return dict(zip(tps, errors))
 
     # -- acquiring ----------------------------------------------------------------------------
     async def acquire(self, group_id: str, member_id: str, partitions: list[TopicPartition], *,
-                      max_wait_ms: int, max_bytes: int, max_records: int
+                      max_wait_ms: int, max_bytes: int, max_records: int, record_limit: bool = False
                       ) -> dict[TopicPartition, AcquiredPartition]:
-        """Acquire records of `partitions` for the member; waits up to `max_wait_ms` for some."""
+        """Acquire records of `partitions` for the member; waits up to `max_wait_ms` for some.
+        `max_records` is soft, on batch boundaries, unless `record_limit` (SharePartition.acquire)."""
         ready: dict[TopicPartition, SharePartition] = {}
         errors: dict[TopicPartition, AcquiredPartition] = {}
         initializing = False
@@ -293,7 +326,8 @@ class SharePartitionManager:
             return {}
 
         def try_acquire() -> dict[TopicPartition, AcquiredPartition] | None:
-            results = self._acquire_now(member_id, ready, max_bytes=max_bytes, max_records=max_records)
+            results = self._acquire_now(member_id, ready, max_bytes=max_bytes, max_records=max_records,
+                                        record_limit=record_limit)
             if any(r.acquired or r.error for r in results.values()):
                 return results | errors
             return None
@@ -307,7 +341,8 @@ class SharePartitionManager:
         return await self.replica_manager.fetch_purgatory.wait(op, max_wait_ms)
 
     def _acquire_now(self, member_id: str, ready: dict[TopicPartition, SharePartition], *,
-                     max_bytes: int, max_records: int) -> dict[TopicPartition, AcquiredPartition]:
+                     max_bytes: int, max_records: int, record_limit: bool
+                     ) -> dict[TopicPartition, AcquiredPartition]:
         results: dict[TopicPartition, AcquiredPartition] = {}
         remaining_records, remaining_bytes = max_records, max_bytes
         for tp, sp in ready.items():
@@ -318,7 +353,7 @@ class SharePartitionManager:
                 continue
             try:
                 result = self._acquire_partition(member_id, sp, max_bytes=remaining_bytes,
-                                                 max_records=remaining_records)
+                                                 max_records=remaining_records, record_limit=record_limit)
             except KafkaError as exc:
                 result = AcquiredPartition(error=exc)
             results[tp] = result
@@ -326,8 +361,8 @@ class SharePartitionManager:
             remaining_bytes -= len(result.records)
         return results
 
-    def _acquire_partition(self, member_id: str, sp: SharePartition, *, max_bytes: int, max_records: int
-                           ) -> AcquiredPartition:
+    def _acquire_partition(self, member_id: str, sp: SharePartition, *, max_bytes: int, max_records: int,
+                           record_limit: bool) -> AcquiredPartition:
         partition = self.replica_manager.leader_partition(sp.tp)
         offset = sp.next_fetch_offset()
         read_committed = self._read_committed.get((sp.group_id, sp.tp), False)
@@ -341,8 +376,10 @@ class SharePartitionManager:
             return AcquiredPartition()
         data = os.pread(region.fd, region.size, region.position)
         batches = [(position, header) for position, header in iter_batches(data)]
-        acquired = sp.acquire(member_id, [(h.base_offset, h.last_offset, h.is_control) for _, h in batches],
-                              max_records=max_records)
+        aborted = aborted_ranges(info.aborted_transactions or ())
+        acquired = sp.acquire(member_id, [
+            LogBatch(h.base_offset, h.last_offset, not h.is_control and not is_aborted(h, aborted))
+            for _, h in batches], max_records=max_records, record_limit=record_limit)
         if not acquired:
             if sp.next_fetch_offset() != offset:
                 self.replica_manager.fetch_purgatory.check_and_complete(sp.tp)
@@ -369,6 +406,8 @@ class SharePartitionManager:
         """Forget a share-partition held here (its state was altered or deleted): the next fetch
         loads it again."""
         self.share_partitions.pop((group_id, tp), None)
+        self._write_locks.pop((group_id, tp), None)
+        self._read_committed.pop((group_id, tp), None)
         timer = self._timers.pop((group_id, tp), None)
         if timer is not None:
             timer.cancel()
@@ -377,6 +416,22 @@ class SharePartitionManager:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+
+
+def aborted_ranges(aborted_transactions) -> dict[int, list[tuple[int, int]]]:
+    """Producer id → the (first offset, ABORT marker offset) of each of its aborted transactions."""
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    for txn in aborted_transactions:
+        ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+    return ranges
+
+
+def is_aborted(header, aborted: dict[int, list[tuple[int, int]]]) -> bool:
+    """True for a transactional data batch inside one of its producer's aborted transactions
+    (a producer has one transaction open at a time, so a batch lies in at most one)."""
+    if not header.is_transactional or header.is_control:
+        return False
+    return any(first <= header.base_offset <= last for first, last in aborted.get(header.producer_id, ()))
 
 
 def check_no_acknowledgements_on_open(epoch: int, has_acknowledgements: bool) -> None:

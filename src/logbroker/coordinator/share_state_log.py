@@ -15,7 +15,8 @@ logbroker writes only snapshots (a window is at most group.share.partition.max.r
 offsets, kept as runs, so a snapshot stays small) and reads both. A null value deletes the key.
 
 Placement, as Kafka's share coordinator: the key "groupId:topicId:partition" (the topic id in
-Kafka's base64 form) goes to partition abs(Java hashCode) % partitions. Pure functions, no I/O.
+Kafka's base64 form) goes to partition Utils.abs(Java hashCode) % partitions
+(offsets_schema.hash_partition). Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import uuid
 from dataclasses import dataclass
 
 from logbroker.coordinator.internal_topics import SHARE_STATE_TOPIC  # noqa: F401 - its users import it from here
-from logbroker.coordinator.offsets_schema import java_string_hash
+from logbroker.coordinator.offsets_schema import hash_partition
 from logbroker.coordinator.share_partition import StateBatch
 from logbroker.errors import CorruptMessageError
 from logbroker.metadata.model import topic_id_to_str
@@ -64,9 +65,33 @@ class ShareSnapshot:
     state_batches: tuple[StateBatch, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ShareStateSummary:
+    """What ReadShareGroupStateSummary gives: the epochs and start offset, and how many offsets at
+    or past the start offset are settled (acknowledged or archived); -1s for a key never
+    initialized."""
+
+    state_epoch: int = -1
+    leader_epoch: int = -1
+    start_offset: int = -1
+    delivery_complete_count: int = -1
+
+
+_SETTLED_STATES = (2, 4)  # ACKNOWLEDGED, ARCHIVED
+_INT32_MAX = 2**31 - 1
+
+
+def summary_of(snapshot: ShareSnapshot | None) -> ShareStateSummary:
+    if snapshot is None:
+        return ShareStateSummary()
+    complete = sum(max(b.last_offset - max(b.first_offset, snapshot.start_offset) + 1, 0)
+                   for b in snapshot.state_batches if b.state in _SETTLED_STATES)
+    return ShareStateSummary(snapshot.state_epoch, snapshot.leader_epoch, snapshot.start_offset,
+                             min(complete, _INT32_MAX))  # an int32 on the wire
+
+
 def partition_for(key: SharePartitionKey, num_partitions: int) -> int:
-    h = java_string_hash(key.coordinator_key())
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+    return hash_partition(key.coordinator_key(), num_partitions)
 
 
 def encode_key(key: SharePartitionKey, version: int = SNAPSHOT_KEY_VERSION) -> bytes:

@@ -15,9 +15,8 @@ TransactionLogValue message JSONs, coordinator/transaction_metadata.py has the s
 
 A null value is a tombstone: the transactional id expired (or was removed) and compaction drops
 the key later. Also here: which partition holds a transactional id — Kafka's
-`Utils.abs(transactionalId.hashCode) % partitions`, where Utils.abs maps Integer.MIN_VALUE to 0
-(unlike the group coordinator's `& 0x7fffffff`; the two differ for every negative hash).
-Pure functions, no I/O.
+`Utils.abs(transactionalId.hashCode) % partitions` (offsets_schema.hash_partition, as for
+groups). Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from logbroker.coordinator.offsets_schema import SchemaReader, UnknownSchemaError, java_string_hash
+from logbroker.coordinator.offsets_schema import SchemaReader, UnknownSchemaError, hash_partition
 from logbroker.types import TopicPartition
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -43,8 +42,7 @@ _TIMESTAMPS = struct.Struct(">qq")
 
 def partition_for(transactional_id: str, num_partitions: int) -> int:
     """The `__transaction_state` partition of a transactional id, as Kafka computes it."""
-    h = java_string_hash(transactional_id)
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+    return hash_partition(transactional_id, num_partitions)
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,12 +166,14 @@ class TransactionMarkerChannel:
     async def _request(self, leader: int, markers: list[WritableTxnMarker]) -> list[dict]:
         """One WriteTxnMarkers to `leader`; per marker, in order, {partition: error or None} ({}
         when the broker's address is not known yet: everything is retried)."""
-        connection = self._connections.get(leader)
-        if connection is None:
+        if self._connections.get(leader) is None:
             return [{} for _ in markers]
         from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
 
-        response = await connection.request(WriteTxnMarkersRequest(markers=tuple(markers)))
+        # A marker written twice is harmless (the transaction has ended), so a stale connection
+        # is retried at once on a new one.
+        response = await self._connections.request(leader, WriteTxnMarkersRequest(markers=tuple(markers)),
+                                                   idempotent=True)
         results = []
         for marker in response.markers:
             results.append({TopicPartition(topic.name, p.partition_index): error_for_code(int(p.error_code))

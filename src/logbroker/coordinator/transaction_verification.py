@@ -79,8 +79,7 @@ class TransactionVerifier:
 
     async def _verify_remote(self, leader: int, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: list[TopicPartition]) -> dict[TopicPartition, KafkaError | None]:
-        connection = self._connections.get(leader)
-        if connection is None:
+        if self._connections.get(leader) is None:
             return {tp: NotEnoughReplicasError("the transaction coordinator is unknown; retry") for tp in partitions}
         by_topic: dict[str, list[int]] = {}
         for tp in partitions:
@@ -95,7 +94,7 @@ class TransactionVerifier:
             transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
             verify_only=True,
             topics=tuple(AddPartitionsToTxnTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items())),))
-        response = await connection.request(request)
+        response = await self._connections.request(leader, request, idempotent=True)  # verify-only: a read
         if int(response.error_code):
             return {tp: error_for_code(int(response.error_code)) for tp in partitions}
         results: dict[TopicPartition, KafkaError | None] = {tp: None for tp in partitions}

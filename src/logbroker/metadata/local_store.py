@@ -7,7 +7,10 @@ ids, assignments and config overrides, partition states, the producer-id block, 
 (under "client_quotas", by the entity's config path as in ZooKeeper: `users/alice`,
 `clients/<default>`, `users/alice/clients/app` → `{"producer_byte_rate": "1024"}`), ACLs (under "acls",
 one entry per resource pattern with its entries in the JSON of Kafka's /kafka-acl znodes), group
-config overrides (under "groups") — in
+config overrides (under "groups"), dynamic broker configs (under "brokers", by "<default>" or
+the broker id, as /config/brokers names them), client-metrics subscriptions (under
+"client_metrics", by name, as /config/client-metrics names them) and delegation tokens (under
+"delegation_tokens", each the JSON of Kafka's /delegation_token/tokens/<id>) — in
 `<log.dir>/logbroker-metadata.json`. Every change rewrites the file atomically (write a temp file,
 fsync, rename), so after a crash the file is either the old or the new version, never a mix.
 Blocking file I/O; changes are rare (topic admin), so callers may run it on the event loop.
@@ -46,6 +49,9 @@ class LocalMetadataStore:
         self._acls: dict[ResourcePattern, frozenset] = {}
         self._client_quotas: dict[str, dict[str, str]] = {}
         self._group_configs: dict[str, dict[str, str]] = {}
+        self._broker_configs: dict[str, dict[str, str]] = {}
+        self._client_metrics: dict[str, dict[str, str]] = {}
+        self._tokens: dict[str, dict] = {}
         self.cluster_id = ""
         if self.path.exists():
             self._load()
@@ -184,10 +190,43 @@ class LocalMetadataStore:
 
     def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
         """Replace a group's config overrides (none left: the entry goes)."""
+        self._replace_configs(self._group_configs, group_id, configs)
+
+    # -- dynamic broker configs ("<default>" or a broker id, as under /config/brokers) ------------
+    def broker_configs(self, entity: str) -> dict[str, str]:
+        return dict(self._broker_configs.get(entity, {}))
+
+    def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        """Replace a broker's (or the default's) dynamic configs (none left: the entry goes)."""
+        self._replace_configs(self._broker_configs, entity, configs)
+
+    # -- client-metrics subscriptions (KIP-714 CLIENT_METRICS config resources) --------------------
+    def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        return {name: dict(c) for name, c in self._client_metrics.items()}
+
+    def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace a subscription's configs (none left: the subscription goes)."""
+        self._replace_configs(self._client_metrics, name, configs)
+
+    # -- delegation tokens (the ZkDelegationTokenStore interface) ----------------------------------
+    def delegation_tokens(self) -> dict:
+        from logbroker.security.delegation_token import decode_token
+        return {token_id: decode_token(json.dumps(d).encode()) for token_id, d in self._tokens.items()}
+
+    def put_delegation_token(self, info) -> None:
+        from logbroker.security.delegation_token import encode_token
+        self._tokens[info.token_id] = json.loads(encode_token(info))
+        self._save()
+
+    def remove_delegation_token(self, token_id: str) -> None:
+        if self._tokens.pop(token_id, None) is not None:
+            self._save()
+
+    def _replace_configs(self, by_name: dict[str, dict[str, str]], name: str, configs: dict[str, str]) -> None:
         if configs:
-            self._group_configs[group_id] = dict(configs)
+            by_name[name] = dict(configs)
         else:
-            self._group_configs.pop(group_id, None)
+            by_name.pop(name, None)
         self._save()
 
     # -- persistence --------------------------------------------------------------------------
@@ -207,6 +246,9 @@ class LocalMetadataStore:
             self._acls = {pattern_from_key(key): decode_acls(acls)
                           for key, acls in data.get("acls", {}).items()}
             self._group_configs = {group: dict(c) for group, c in data.get("groups", {}).items()}
+            self._broker_configs = {entity: dict(c) for entity, c in data.get("brokers", {}).items()}
+            self._client_metrics = {name: dict(c) for name, c in data.get("client_metrics", {}).items()}
+            self._tokens = dict(data.get("delegation_tokens", {}))
             for name, t in data["topics"].items():
                 info = TopicInfo(name, topic_id_from_str(t["topic_id"]),
                                  {int(p): tuple(r) for p, r in t["partitions"].items()}, dict(t["configs"]))
@@ -238,6 +280,9 @@ class LocalMetadataStore:
             "acls": {pattern_key(p): encode_acls(e) for p, e in sorted(self._acls.items())},
             "client_quotas": {path: dict(sorted(c.items())) for path, c in sorted(self._client_quotas.items())},
             "groups": {group: dict(sorted(c.items())) for group, c in sorted(self._group_configs.items())},
+            "brokers": {entity: dict(sorted(c.items())) for entity, c in sorted(self._broker_configs.items())},
+            "client_metrics": {name: dict(sorted(c.items())) for name, c in sorted(self._client_metrics.items())},
+            "delegation_tokens": dict(sorted(self._tokens.items())),
         }
         tmp = self.path.with_suffix(".tmp")
         try:

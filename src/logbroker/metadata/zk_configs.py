@@ -1,5 +1,6 @@
-"""Topic and group config overrides in ZooKeeper, and the config change notifications
-(Kafka's `/config/topics/<topic>`, `/config/groups/<group>`, `/config/changes/config_change_<seq>`).
+"""Topic, group and dynamic broker config overrides in ZooKeeper, and the config change notifications
+(Kafka's `/config/topics/<topic>`, `/config/groups/<group>`, `/config/brokers/<id>` and
+`/config/brokers/<default>`, `/config/changes/config_change_<seq>`).
 
 A topic config write and its change notification are one multi(), conditional on the topic
 existing; any broker may write them, and every broker watches `/config/changes`
@@ -44,11 +45,7 @@ class ZkConfigs(ZkSession):
     def group_configs(self, group_id: str) -> dict[str, str]:
         """A group's config overrides (`/config/groups/<group>`, where a ZooKeeper-era Kafka
         would keep them beside topics and users; {} if it has none)."""
-        with self._errors():
-            try:
-                return zk.decode_config(self._client.get(zk.config_path("groups", group_id))[0])
-            except NoNodeError:
-                return {}
+        return self._config("groups", group_id)
 
     def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
         with self._errors():
@@ -58,11 +55,50 @@ class ZkConfigs(ZkSession):
             except NoNodeError:
                 self._client.create(path, zk.encode_config(configs), makepath=True)
 
-    def topic_configs(self, name: str) -> dict[str, str]:
-        """A topic's config overrides (`/config/topics/<topic>`; {} if it has none)."""
+    def broker_configs(self, entity: str) -> dict[str, str]:
+        """A broker's dynamic configs, or the cluster default's (`entity` "<default>"); {} if none."""
+        return self._config("brokers", entity)
+
+    def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        """Replace a broker's (or the default's) dynamic configs with their change notice
+        (`{"version":2,"entity_path":"brokers/<entity>"}`), in one multi, as Kafka's AdminZkClient."""
+        from logbroker.metadata.zk_quotas import change_entity_config
+        with self._errors():
+            change_entity_config(self._client, f"brokers/{entity}", lambda _old: dict(configs))
+
+    def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        """Every client-metrics subscription (`/config/client-metrics/<name>`), by name."""
+        from logbroker.metadata.sanitizer import desanitize
         with self._errors():
             try:
-                return zk.decode_config(self._client.get(zk.config_path("topics", name))[0])
+                children = self._client.get_children(f"{zk.CONFIG}/client-metrics")
+            except NoNodeError:
+                return {}
+        return {desanitize(child): configs for child in children
+                if (configs := self._config("client-metrics", child))}
+
+    def client_metrics_config(self, name: str) -> dict[str, str]:
+        from logbroker.metadata.sanitizer import sanitize
+        return self._config("client-metrics", sanitize(name))
+
+    def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace a subscription's configs with their change notice
+        (`{"version":2,"entity_path":"client-metrics/<name>"}`), in one multi."""
+        from logbroker.metadata.sanitizer import sanitize
+        from logbroker.metadata.zk_quotas import change_entity_config
+        with self._errors():
+            self._client.ensure_path(f"{zk.CONFIG}/client-metrics")  # a cluster's first subscription
+            change_entity_config(self._client, f"client-metrics/{sanitize(name)}", lambda _old: dict(configs))
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        """A topic's config overrides (`/config/topics/<topic>`; {} if it has none)."""
+        return self._config("topics", name)
+
+    def _config(self, entity_type: str, name: str) -> dict[str, str]:
+        """The config of `/config/<entity_type>/<name>`; {} when the znode is absent."""
+        with self._errors():
+            try:
+                return zk.decode_config(self._client.get(zk.config_path(entity_type, name))[0])
             except NoNodeError:
                 return {}
 

@@ -50,6 +50,9 @@ CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+LOG_DIR_FAILURE_EVENT = 1  # Kafka's LogDirUtils.LogDirFailureEvent
 
 # Kafka's KafkaController.InitialControllerEpoch: /controller_epoch starts here, the first
 # controller gets 1.
@@ -61,7 +64,7 @@ CONFIG_ENTITY_TYPES = ("topics", "clients", "users", "brokers", "ips")
 # ZkData.PersistentZkPaths: every broker makes sure these exist at startup.
 PERSISTENT_PATHS = (
     "/consumers", BROKER_IDS, TOPICS, CONFIG_CHANGES, DELETE_TOPICS, "/brokers/seqid",
-    ISR_CHANGE_NOTIFICATION, PRODUCER_ID_BLOCK, "/log_dir_event_notification",
+    ISR_CHANGE_NOTIFICATION, PRODUCER_ID_BLOCK, LOG_DIR_EVENT_NOTIFICATION,
 ) + tuple(f"{CONFIG}/{t}" for t in CONFIG_ENTITY_TYPES)
 
 

@@ -9,7 +9,7 @@ The class is made of one part per concept, each in its own module over the share
 (zk_session.py: the kazoo client, watches, kazoo's errors mapped to ours): broker registration
 (zk_brokers.py), controller election and fencing (zk_controller.py), topics and reassignment
 (zk_topics.py), partition states and the ISR (zk_partition_states.py), config overrides and
-their change notifications (zk_configs.py). This module keeps the session's lifecycle, the
+their change notifications (zk_configs.py), log dir failure notices (zk_log_dir_events.py). This module keeps the session's lifecycle, the
 cluster id and producer-id blocks, and is where the rest of logbroker imports all of it from.
 
 Who may write what (architecture.md §5), and how a stale writer is stopped — ZooKeeper refuses nothing by
@@ -53,6 +53,7 @@ from logbroker.metadata.model import BrokerInfo, topic_id_to_str
 from logbroker.metadata.zk_brokers import ZkBrokers
 from logbroker.metadata.zk_configs import ZkConfigs
 from logbroker.metadata.zk_controller import ControllerMovedError
+from logbroker.metadata.zk_log_dir_events import ZkLogDirEvents
 from logbroker.metadata.zk_partition_states import VersionedPartitionState, ZkPartitionStates
 from logbroker.metadata.zk_session import StaleStateError, Watch, ZooKeeperUnavailableError, ensure_chroot
 from logbroker.metadata.zk_topics import ZkTopics
@@ -70,7 +71,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class ZooKeeperMetadataStore(ZkBrokers, ZkTopics, ZkPartitionStates, ZkConfigs):
+class ZooKeeperMetadataStore(ZkBrokers, ZkTopics, ZkPartitionStates, ZkConfigs, ZkLogDirEvents):
     """The cluster metadata store: the session's lifecycle and cluster id, producer-id blocks, and
     the parts it is made of (brokers, controller, topics, partition states, configs; one module
     each). See the module docstring."""

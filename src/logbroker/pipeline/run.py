@@ -46,6 +46,7 @@ class PipelineOptions:
     bootstrap: str | None = None  # None: start an embedded broker
     master: str = "local[2]"
     max_offsets_per_trigger: int = 5_000
+    schema_registry: str | None = None  # the embedded broker's schema.registry.listeners, if any
 
 
 @dataclass(kw_only=True)
@@ -268,11 +269,14 @@ def run_pipeline(options: PipelineOptions, *, spark=None, console: Console | Non
 
             broker_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(
                 prefix="logbroker-pipeline-")))
-            broker = BrokerProcess(broker_dir)
+            registry = {"schema.registry.listeners": options.schema_registry} if options.schema_registry else {}
+            broker = BrokerProcess(broker_dir, overrides=registry)
             stack.callback(broker.kill)  # after a clean stop(), kill() does nothing
             broker.start()
             stack.callback(broker.stop)
             bootstrap = broker.bootstrap
+            if options.schema_registry:
+                console.print(f"Schema registry at {broker.schema_registry_url()}")
         else:
             bootstrap = options.bootstrap
         progress.update(step, completed=1, description=f"Broker at {bootstrap}")
@@ -391,11 +395,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-offsets-per-trigger", type=int,
                         default=PipelineOptions.max_offsets_per_trigger,
                         help="records per micro-batch (default %(default)s)")
+    parser.add_argument("--schema-registry", nargs="?", const="http://127.0.0.1:8081", metavar="URL",
+                        help="the embedded broker also serves the schema registry, on URL "
+                             "(default %(const)s)")
     args = parser.parse_args(argv)
     console = Console()
     options = PipelineOptions(events=args.events, seed=args.seed, output_dir=args.output,
                               bootstrap=args.bootstrap, master=args.master,
-                              max_offsets_per_trigger=args.max_offsets_per_trigger)
+                              max_offsets_per_trigger=args.max_offsets_per_trigger,
+                              schema_registry=args.schema_registry)
     try:
         result = run_pipeline(options, console=console)
     except SetupError as e:

@@ -84,6 +84,7 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     GET_TELEMETRY_SUBSCRIPTIONS = 71
     PUSH_TELEMETRY = 72
+    LIST_CONFIG_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
     SHARE_GROUP_HEARTBEAT = 76
     SHARE_GROUP_DESCRIBE = 77
@@ -152,6 +153,9 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, 4),
     ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, 2),
     ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 3, 2),
+    ApiSpec(ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2, 2),  # v0 is gone in Kafka 4
+    ApiSpec(ApiKey.DESCRIBE_LOG_DIRS, 1, 4, 2),  # v5 (KIP-1066 cordoned dirs) is newer than 4.2
+    ApiSpec(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, 0),
     ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, 1),
     ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 2, 0),
     ApiSpec(ApiKey.OFFSET_COMMIT, 2, 10, 8),
@@ -171,6 +175,14 @@ SUPPORTED_APIS: MappingProxyType[int, ApiSpec] = _table(
     ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 2, 2),
     ApiSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, 0),
     ApiSpec(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, 0),
+    ApiSpec(ApiKey.CREATE_DELEGATION_TOKEN, 1, 3, 2),  # KIP-48; kio has no v0 (gone in Kafka 4)
+    ApiSpec(ApiKey.RENEW_DELEGATION_TOKEN, 1, 2, 2),
+    ApiSpec(ApiKey.EXPIRE_DELEGATION_TOKEN, 1, 2, 2),
+    ApiSpec(ApiKey.DESCRIBE_DELEGATION_TOKEN, 1, 3, 2),
+    # KIP-714 client telemetry: librdkafka pushes its metrics once these are advertised.
+    ApiSpec(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, 0),
+    ApiSpec(ApiKey.PUSH_TELEMETRY, 0, 0, 0),
+    ApiSpec(ApiKey.LIST_CONFIG_RESOURCES, 0, 1, 0),
     ApiSpec(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, 1),
     ApiSpec(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, 1),
     ApiSpec(ApiKey.DESCRIBE_ACLS, 1, 3, 2),  # v0 (no pattern types) is gone from kio

@@ -27,6 +27,7 @@ from logbroker.errors import (
     InvalidRequiredAcksError,
     InvalidTxnStateError,
     KafkaError,
+    KafkaStorageError,
     NotEnoughReplicasAfterAppendError,
     NotLeaderOrFollowerError,
     OffsetMovedToTieredStorageError,
@@ -196,6 +197,8 @@ class ReplicaManager:
     def hosted_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
         if partition is None:
+            if self.log_manager.is_offline(tp):
+                raise KafkaStorageError(f"The log dir of {tp} on this broker is offline")
             raise UnknownTopicOrPartitionError(f"This server does not host {tp}")
         return partition
 
@@ -238,6 +241,9 @@ class ReplicaManager:
             except KafkaError as exc:
                 if isinstance(exc, _TXN_ERRORS):
                     log.warning("Append to %s refused: %s: %s", tp, exc.name, exc)
+                elif isinstance(exc, KafkaStorageError) and tp in self.partitions:
+                    # an I/O error (not a full disk) takes the log dir offline
+                    self.log_manager.maybe_fail_dir(self.partitions[tp].log.dir.parent, exc)
                 results[tp] = ProduceResult(exc)
                 continue
             except Exception as exc:  # noqa: BLE001 - a bug must not take the broker down
@@ -319,12 +325,21 @@ class ReplicaManager:
     def _after_append(self, log_, now_ms: int, flush_due: bool) -> None:
         """The background work an append calls for when no answer waits for it, in a worker
         thread: the fsync `log_.needs_flush` asked for (`flush_due`: a rolled segment, or a
-        follower's flush policy), else the start of the active segment's writeback, so that
-        the roll's fsync is short."""
+        follower's flush policy), else a recovery checkpoint of the active segment when it is
+        due, else the start of its writeback, so that the roll's fsync is short."""
         if flush_due:
             self._in_background(log_, log_.flush_if_needed, now_ms)
+        elif log_.recovery_checkpoint_due():
+            self._in_background(log_, self._checkpoint_active_segment, log_)
         elif log_.writeback_due():
             self._in_background(log_, log_.start_writeback)
+
+    def _checkpoint_active_segment(self, log_) -> None:
+        """A recovery checkpoint of `log_` (log_flush.py), then its log dir's
+        recovery-point-offset-checkpoint, so that a crash from now on recovers from there.
+        Worker thread."""
+        if log_.checkpoint_active_segment():
+            self.log_manager.checkpoint_recovery_points(log_.dir.parent)
 
     def _in_background(self, log_, work, *args) -> None:
         """Run `work(*args)` for `log_` in a worker thread without holding any produce answer for

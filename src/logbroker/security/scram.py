@@ -118,10 +118,16 @@ class ScramSaslServer:
     """One SCRAM exchange, server side. `evaluate(token)` → the next server message, raising
     SaslFailed (generic message to the client) or SaslAuthenticationFailed (message passed on)."""
 
-    def __init__(self, mechanism: str, lookup) -> None:
+    def __init__(self, mechanism: str, lookup, *, token_lookup=None, clock_ms=None) -> None:
         self.formatter = ScramFormatter(mechanism)
         self.mechanism = mechanism
         self._lookup = lookup  # username → ScramCredential | None
+        # Delegation tokens (`tokenauth=true`): token id → (owner, ScramCredential, expiry ms) or
+        # None; `clock_ms` is wall-clock time, which token expiry is in. None: tokens refused.
+        self._token_lookup = token_lookup
+        self._clock_ms = clock_ms
+        self.token_authenticated = False
+        self._token_expiry_ms: int | None = None
         self._state = "client-first"
         self.username: str | None = None
         self._credential: ScramCredential | None = None
@@ -157,10 +163,15 @@ class ScramSaslServer:
         if authzid and authzid != username:
             raise SaslAuthenticationFailed(
                 "Authentication failed: Client requested an authorization id that is different from username")
-        extensions = [e for e in match["extensions"].split(",") if e]
-        if any(e.startswith("tokenauth=") and e != "tokenauth=false" for e in extensions):
-            raise SaslFailed("Delegation token authentication is not supported")
-        credential = self._lookup(username)
+        extensions = dict(e.partition("=")[::2] for e in match["extensions"].split(",") if e)
+        if extensions.get("tokenauth", "false").lower() == "true":
+            token = self._token_lookup(username) if self._token_lookup is not None else None
+            if token is None:
+                raise SaslFailed("Authentication failed: Invalid user credentials")
+            username, credential, self._token_expiry_ms = token  # the principal is the token's owner
+            self.token_authenticated = True
+        else:
+            credential = self._lookup(username)
         if credential is None:
             raise SaslFailed("Authentication failed: Invalid user credentials")
         if credential.iterations < MIN_ITERATIONS:
@@ -199,6 +210,8 @@ class ScramSaslServer:
         client_key = bytes(a ^ b for a, b in zip(proof, client_signature))
         if not hmac.compare_digest(f.hash(client_key), credential.stored_key):
             raise SaslFailed("Invalid client credentials")
+        if self._token_expiry_ms is not None and self._token_expiry_ms < self._clock_ms():
+            raise SaslAuthenticationFailed("Authentication failed: Delegation Token expired")
         self._state = "complete"
         server_signature = f.hmac(credential.server_key, auth_message)
         return b"v=" + base64.b64encode(server_signature)
@@ -210,12 +223,15 @@ class ScramSaslClient:
     server's answers are malformed, lower the iteration count below the minimum, drop our nonce,
     or (last step) do not prove the server knows the password's keys."""
 
-    def __init__(self, mechanism: str, username: str, password: str) -> None:
+    def __init__(self, mechanism: str, username: str, password: str, *, token_auth: bool = False) -> None:
         self.formatter = ScramFormatter(mechanism)
         self._password = password
         self._nonce = secrets.token_urlsafe(24)
         name = username.replace("=", "=3D").replace(",", "=2C")
-        self._client_first_bare = f"n={name},r={self._nonce}"
+        # A delegation token: user name the token id, password its base64 HMAC, and the
+        # `tokenauth=true` extension, as Kafka's Java client sends with sasl.jaas.config tokenauth=true.
+        extension = ",tokenauth=true" if token_auth else ""
+        self._client_first_bare = f"n={name},r={self._nonce}{extension}"
         self._server_signature = b""
 
     def first_message(self) -> bytes:

@@ -52,6 +52,10 @@ class SaslSettings:
     failed_authentication_delay_ms: int
     reauth_ms: int
     clock_ms: Callable[[], int]
+    # Delegation tokens: (token id, mechanism) → (owner, ScramCredential, expiry ms) | None, and
+    # the wall clock their expiry is in. None: SCRAM with tokenauth=true is refused.
+    delegation_token: Callable | None = None
+    wall_clock_ms: Callable[[], int] | None = None
 
 
 class SaslServerAuthenticator:
@@ -62,6 +66,7 @@ class SaslServerAuthenticator:
         self.mechanism: str | None = None
         self.principal: str | None = None
         self.session_expiry_ms = 0
+        self.token_authenticated = False  # authenticated with a delegation token (SCRAM tokenauth)
         self._server = None
 
     # -- the gate ---------------------------------------------------------------------------
@@ -103,7 +108,11 @@ class SaslServerAuthenticator:
         if mechanism == "PLAIN":
             self._server = PlainSaslServer(self._plain_password_ok)
         else:
-            self._server = ScramSaslServer(mechanism, lambda user: self.settings.scram_credential(user, mechanism))
+            tokens = self.settings.delegation_token
+            self._server = ScramSaslServer(
+                mechanism, lambda user: self.settings.scram_credential(user, mechanism),
+                token_lookup=(lambda token_id: tokens(token_id, mechanism)) if tokens else None,
+                clock_ms=self.settings.wall_clock_ms)
         return {"error_code": 0, "mechanisms": enabled}
 
     # -- SaslAuthenticate -------------------------------------------------------------------
@@ -157,6 +166,7 @@ class SaslServerAuthenticator:
             self.state = "failed"
             return
         self.principal = principal
+        self.token_authenticated = getattr(self._server, "token_authenticated", False)
         self.state = "complete"
         reauth = self.settings.reauth_ms
         self.session_expiry_ms = self.settings.clock_ms() + reauth if reauth > 0 else 0

@@ -14,6 +14,7 @@ import uuid
 import logging
 import signal
 from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from logbroker.metadata.local_store import LocalMetadataStore
 from logbroker.metadata.metadata_cache import MetadataCache
 from logbroker.metadata.model import BrokerInfo, PartitionState, TopicInfo, new_topic_id
 from logbroker.replication.replica_manager import ReplicaManager
+from logbroker.server.replica_log_dir_mover import ReplicaLogDirMover
 from logbroker.replication.replica_selector import (
     RACK_AWARE_REPLICA_SELECTOR,
     ClientMetadata,
@@ -42,6 +44,7 @@ from logbroker.server.authorization import create_authorizer
 from logbroker.server.config import KafkaConfig
 from logbroker.server.connection_quotas import ConnectionQuotas
 from logbroker.server.dispatch import Dispatcher
+from logbroker.server.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
 from logbroker.server.network import KafkaServer
 from logbroker.storage.log_config import LogConfig, check_remote_storage
 from logbroker.storage.log_manager import LogManager
@@ -60,7 +63,8 @@ class Listener:
 
 class Broker:
     def __init__(self, config: KafkaConfig, *, clock: Clock | None = None) -> None:
-        self.config = config
+        self.config = config  # the effective config: static, then dynamic layers (server/dynamic_config.py)
+        self.dynamic_config = DynamicBrokerConfig(config)
         self.clock = clock or SystemClock()
         self.broker_id = config.broker_id
         self.log_dirs = [Path(d) for d in config.log_dirs]
@@ -71,6 +75,7 @@ class Broker:
         self.cluster = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.replica_log_dir_mover: ReplicaLogDirMover | None = None
         self.controller: Controller | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
@@ -79,8 +84,12 @@ class Broker:
         self.transaction_verifier: TransactionVerifier | None = None
         self.server: KafkaServer | None = None
         self.metrics = None  # server.metrics.MetricsServer when metrics.port is set
+        self.schema_registry = None  # schema_registry.server.SchemaRegistryServer when configured
         self.authorizer = None  # security.authorizer.AclAuthorizer when authorizer.class.name is set
         self.user_store = None  # metadata.zk_users.ZkUserScramStore on a cluster
+        self.token_store = None  # metadata.zk_delegation_tokens.ZkDelegationTokenStore on a cluster
+        self.delegation_tokens = None  # server.delegation_tokens.DelegationTokenManager
+        self.client_telemetry = None  # server.client_telemetry.ClientTelemetry (KIP-714)
         # Client quotas: the managers enforcing them, and where their configs live (the file
         # store on a single node, metadata.zk_quotas.ZkClientQuotaStore on a cluster).
         self.client_quotas = None
@@ -90,6 +99,7 @@ class Broker:
         self.default_log_config: LogConfig = config.default_log_config()
         self._tasks: list[asyncio.Task] = []
         self._stopped = asyncio.Event()
+        self._stop_requested = asyncio.Event()  # a signal, or every log dir failed
 
     # -- what the APIs read -----------------------------------------------------------------
     @property
@@ -161,15 +171,28 @@ class Broker:
         else:
             self.store = LocalMetadataStore(first_dir)
             topics = self.store.topics()
+        await self._load_dynamic_configs()
+        from logbroker.server.delegation_tokens import DelegationTokenManager
+        self.delegation_tokens = DelegationTokenManager(config=self.config, clock=self.clock,
+                                                        store=self.token_store or self.store)
+        from logbroker.server.client_telemetry import ClientTelemetry
+        self.client_telemetry = ClientTelemetry(store=self.zk or self.store, clock=self.clock,
+                                                max_bytes=self.config.telemetry_max_bytes)
+        await asyncio.get_running_loop().run_in_executor(None, self.client_telemetry.reload)
         self.log_manager = LogManager(self.log_dirs, default_config=self.default_log_config,
                                       clock=self.clock, broker_id=self.broker_id,
-                                      cluster_id=self.store.cluster_id)
+                                      cluster_id=self.store.cluster_id,
+                                      producer_id_expiration_ms=self.config.producer_id_expiration_ms)
         self.log_manager.startup({name: self.topic_log_config(info) for name, info in topics.items()})
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)
         self.replica_manager.partition_exists = self._partition_exists
         if self.config.remote_log_storage_system_enable:
             self._start_remote_log_manager()
+        self.replica_log_dir_mover = ReplicaLogDirMover(self)
+        loop = asyncio.get_running_loop()
+        self.log_manager.on_dir_failure = (
+            lambda log_dir, tps: loop.call_soon_threadsafe(self._on_dir_failure, log_dir, tps))
         if self.config.replica_selector_class == RACK_AWARE_REPLICA_SELECTOR:
             self.replica_manager.preferred_read_replica = self._preferred_read_replica
         if self.zk is None:
@@ -216,12 +239,23 @@ class Broker:
         if self.config.metrics_port is not None:
             from logbroker.server.metrics import start_metrics
             self.metrics = await start_metrics(self)
-        securities = [self._listener_security(name) for name, _, _ in self.config.listeners]
+        securities = [self.listener_security(name, self.config) for name, _, _ in self.config.listeners]
+        # In a cluster the listeners are bound first (the registration carries their ports) but
+        # accept nothing until this broker has registered and read the cluster's metadata: its
+        # cache is empty before that, and a client must never hear that an existing topic is
+        # unknown because a broker restarted (Kafka's brokers start serving once they have
+        # caught up with the metadata). Connections made meanwhile wait in the listen backlog.
         for (name, host, port), security in zip(self.config.listeners, securities):
-            bound = await self.server.listen(host, port, security)
+            bound = await self.server.listen(host, port, security, accepting=self.zk is None)
             self.listeners.append(Listener(name, host or "0.0.0.0", bound))
         if self.zk is not None:
             await self._join_cluster()
+            self.server.start_accepting()
+        if self.config.schema_registry_listeners:
+            from logbroker.schema_registry.server import start_schema_registry
+            self.schema_registry = await start_schema_registry(self)
+            if self.metrics is not None:
+                self.metrics.registry.register(self.schema_registry.metrics)
         self._start_periodic_tasks()
 
     def _start_remote_log_manager(self) -> None:
@@ -248,6 +282,19 @@ class Broker:
             return
         asyncio.get_running_loop().create_task(
             rlm.delete_partitions([TopicPartition(info.name, p) for p in info.assignment], info.topic_id))
+
+    async def _load_dynamic_configs(self) -> None:
+        """The stored dynamic layers (cluster default, then this broker's), before anything reads
+        the config they change; a layer that cannot apply is skipped with an error line."""
+        source = self.zk if self.zk is not None else self.store
+        for entity in (DEFAULT_ENTITY, str(self.broker_id)):
+            configs = await asyncio.get_running_loop().run_in_executor(None, source.broker_configs, entity)
+            loaded = self.dynamic_config.load(per_broker=entity != DEFAULT_ENTITY, configs=configs)
+            if loaded is not None:
+                self.dynamic_config.replace(per_broker=entity != DEFAULT_ENTITY, configs=loaded[0],
+                                            config=loaded[1])
+        self.config = self.dynamic_config.current
+        self.default_log_config = self.config.default_log_config()
 
     # -- KIP-932 share groups, started on first use (server/share_groups.py says why) ----------
     def share_groups(self):  # -> server.share_groups.ShareGroups
@@ -286,13 +333,17 @@ class Broker:
         elif partition is not None and partition.is_leader:
             self.share_groups()
 
-    def _listener_security(self, name: str):
+    def listener_security(self, name: str, config: KafkaConfig):
+        """The ListenerSecurity `config` gives listener `name`. Raises ConfigError naming the key."""
         from logbroker.server.listener_security import listener_security
 
         def scram_credential(user: str, mechanism: str):
             return self.credential_store.scram_credential(user, mechanism)
-        return listener_security(self.config, name, scram_credential=scram_credential,
-                                 clock_ms=self.clock.monotonic_ms)
+        def delegation_token(token_id: str, mechanism: str):
+            return self.delegation_tokens.scram_token(token_id, mechanism)
+        return listener_security(config, name, scram_credential=scram_credential,
+                                 clock_ms=self.clock.monotonic_ms, delegation_token=delegation_token,
+                                 wall_clock_ms=self.clock.time_ms)
 
     async def _load_acls(self) -> None:
         """Load every ACL before the listeners open; on a cluster, then follow the change notices
@@ -336,6 +387,9 @@ class Broker:
         from logbroker.metadata.zk_users import ZkUserScramStore
         self.user_store = ZkUserScramStore(zk.client)
         await asyncio.get_running_loop().run_in_executor(None, self.user_store.watch)
+        from logbroker.metadata.zk_delegation_tokens import ZkDelegationTokenStore
+        self.token_store = ZkDelegationTokenStore(zk.client)
+        await asyncio.get_running_loop().run_in_executor(None, self.token_store.watch)
 
     async def _join_cluster(self) -> None:
         from logbroker.server.zk_cluster import ZooKeeperCluster
@@ -370,6 +424,19 @@ class Broker:
     def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
         info = self.inter_broker_endpoint(broker_id)
         return (info.host, info.port) if info is not None else None
+
+    def _on_dir_failure(self, log_dir: Path, tps: list[TopicPartition]) -> None:
+        """A log dir went offline (LogManager.maybe_fail_dir): stop hosting its partitions and,
+        on a cluster, tell the controller (Kafka's /log_dir_event_notification), which moves
+        their leadership to other brokers. With no log dir left, stop the broker. Event loop."""
+        self.replica_manager.stop_replicas(tps, delete=False)
+        for tp in tps:
+            self.replica_log_dir_mover.cancel(tp)
+        if self.cluster is not None:
+            self.cluster.notify_log_dir_failure()
+        if self.log_manager.offline_dirs.keys() >= set(self.log_manager.log_dirs):
+            log.error("Shutting down broker %d: every log dir has failed", self.broker_id)
+            self._stop_requested.set()
 
     def _bound_port(self, name: str) -> int:
         return next((l.port for l in self.listeners if l.name == name), self.listeners[0].port)
@@ -413,8 +480,15 @@ class Broker:
         """Single node (a cluster deletes through server/topic_admin.py)."""
         info = self.controller.delete_topic(name)
         self.replica_manager.stop_replicas([TopicPartition(name, p) for p in info.assignment], delete=True)
-        self.delete_remote_data(info)
+        self.topic_deleted(info)
         log.info("Deleted topic %s", name)
+
+    def topic_deleted(self, info) -> None:
+        """What follows a topic's deletion here, besides its replicas (stopped by the caller):
+        the share-partition states of the topic kept here go too, and a tiered topic's remote data."""
+        if self._share_groups is not None:
+            self._share_groups.coordinator.on_topic_deleted(info.topic_id)
+        self.delete_remote_data(info)
 
     def create_partitions(self, name: str, count: int, *, assignment=None, validate_only: bool = False) -> None:
         """Single node (a cluster adds partitions through server/topic_admin.py)."""
@@ -476,6 +550,8 @@ class Broker:
         partition = self.replica_manager.partitions.get(tp)
         if partition is not None and state.leader_epoch <= partition.leader_epoch:
             return
+        if self.log_manager.is_offline(tp):  # its log dir failed: not hosted until a restart
+            return
         replicas = info.assignment[tp.partition]
         config = self.topic_log_config(info)
         if state.leader == self.broker_id:
@@ -508,20 +584,27 @@ class Broker:
         self._every(min(c.connections_max_idle_ms, 30_000), self.server.close_idle_connections, "idle connections", in_thread=False)
         self._every(5000, self.host_unhosted_partitions, "unhosted partitions", in_thread=False)
         self._every(60_000, self.client_quotas.expire_sensors, "quota sensor expiration", in_thread=False)
+        self._every(30_000, self.client_telemetry.expire_idle, "client telemetry expiration", in_thread=False)
+        if self.delegation_tokens.enabled:
+            self._every(c.delegation_token_expiry_check_interval_ms, self.delegation_tokens.purge_expired,
+                        "delegation token expiry")
         if self.cluster is not None:
             rm = self.replica_manager
             self._every(max(c.replica_lag_time_max_ms // 2, 10), lambda: rm.maybe_shrink_isr(c.replica_lag_time_max_ms),
                         "isr-expiration", in_thread=False)
-        if c.log_cleaner_enable: self._every(c.log_cleaner_backoff_ms, lambda: lm.clean_logs(self.clock.time_ms(), dedupe_buffer_size=c.log_cleaner_dedupe_buffer_size), "log cleaner")
+        if c.log_cleaner_enable:  # its keys are dynamic: read at each round
+            self._every(lambda: self.config.log_cleaner_backoff_ms, lambda: lm.clean_logs(
+                self.clock.time_ms(), dedupe_buffer_size=self.config.log_cleaner_dedupe_buffer_size), "log cleaner")
 
-    def _every(self, interval_ms: int, work, name: str, *, in_thread: bool = True) -> None:
+    def _every(self, interval_ms: int | Callable[[], int], work, name: str, *, in_thread: bool = True) -> None:
+        """Run `work` every `interval_ms` (a function: read before each wait)."""
         # A failing round (a full disk under the checkpoints) is retried every interval but logged
         # once per change of error, and once when it works again — not a traceback per tick.
         state = StateChangeLog(log, f"Periodic task {name}")
 
         async def loop() -> None:
             while True:
-                await asyncio.sleep(interval_ms / 1000)
+                await asyncio.sleep((interval_ms() if callable(interval_ms) else interval_ms) / 1000)
                 try:
                     if in_thread:
                         await asyncio.get_running_loop().run_in_executor(None, work)
@@ -538,6 +621,8 @@ class Broker:
         if self.cluster is not None and self.config.controlled_shutdown_enable:
             from logbroker.server.controlled_shutdown import shut_down_in_a_controlled_way
             await shut_down_in_a_controlled_way(self)
+        if self.schema_registry is not None:
+            await self.schema_registry.close()
         if self.server is not None:
             await self.server.close()
         if self.metrics is not None:
@@ -560,17 +645,22 @@ class Broker:
         if self._share_groups is not None:
             self._share_groups.partition_manager.shutdown()
             await self._share_groups.persister.close()
+            await self._share_groups.offsets.partition_metadata.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
+        if self.replica_log_dir_mover is not None:
+            await self.replica_log_dir_mover.close()
         if self.log_manager is not None:
             self.log_manager.shutdown()
         self._stopped.set()
         log.info("Broker %d shut down cleanly", self.broker_id)
 
-    async def serve_until_signalled(self) -> None:
+    async def serve_until_signalled(self) -> int:
+        """Serve until SIGTERM or SIGINT (then 0), or until every log dir has failed (then 1,
+        as Kafka halts such a broker), and shut down."""
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+            loop.add_signal_handler(sig, self._stop_requested.set)
+        await self._stop_requested.wait()
         await self.shutdown()
+        return 1 if self.log_manager.offline_dirs.keys() >= set(self.log_manager.log_dirs) else 0

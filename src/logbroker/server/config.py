@@ -131,6 +131,9 @@ class KafkaConfig:
     inter_broker_listener_name: str
     security_inter_broker_protocol: str
     metrics_port: int | None
+    schema_registry_listeners: list[str]
+    schema_registry_topic: str
+    schema_registry_topic_replication_factor: int
     # Security
     ssl_keystore_type: str
     ssl_keystore_location: str | None
@@ -212,6 +215,7 @@ class KafkaConfig:
     log_cleaner_max_compaction_lag_ms: int
     # Replication
     replica_lag_time_max_ms: int
+    replica_alter_log_dirs_io_max_bytes_per_second: int
     replica_fetch_max_bytes: int
     replica_fetch_min_bytes: int
     replica_fetch_wait_max_ms: int
@@ -237,6 +241,7 @@ class KafkaConfig:
     max_connections_per_ip: int
     max_connections_per_ip_overrides: str
     queued_max_requests: int
+    max_request_partition_size_limit: int
     request_timeout_ms: int
     # Client quotas
     quota_window_num: int
@@ -284,6 +289,13 @@ class KafkaConfig:
     remote_log_storage_manager_class_name: str | None
     remote_log_manager_task_interval_ms: int
     remote_fetch_max_wait_ms: int
+    # Delegation tokens and client telemetry
+    delegation_token_secret_key: str | None
+    delegation_token_master_key: str | None
+    delegation_token_max_lifetime_ms: int
+    delegation_token_expiry_time_ms: int
+    delegation_token_expiry_check_interval_ms: int
+    telemetry_max_bytes: int
 
     def __init__(self, props: Mapping[str, object], *, log_warnings: bool = True) -> None:
         self.originals: dict[str, str] = {

@@ -10,6 +10,7 @@ into its type or raises ConfigError naming the key and what it expects.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -50,6 +51,15 @@ class BrokerConfigDef:
     default: object
     doc: str
     check: Callable[[object], str | None] | None = None
+
+
+# One schema.registry.listeners entry: scheme, host (empty: every interface), port.
+REGISTRY_URL = re.compile(r"^(https?)://\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)/?$")
+
+
+def _registry_urls(urls: object) -> str | None:
+    bad = [u for u in urls if not REGISTRY_URL.match(u)]  # type: ignore[union-attr]
+    return f"expected http://host:port or https://host:port, not {', '.join(bad)}" if bad else None
 
 
 def _known_assignors(names: object) -> str | None:
@@ -167,6 +177,16 @@ _BROKER_ONLY_DEFS = (
        "separated by semicolons (User:admin;User:ops)"),
     _D("metrics.port", "int", None, "logbroker only: port of the Prometheus /metrics endpoint "
        "(unset: no endpoint)", between(0, 65535)),
+    # Schema registry (logbroker only; Confluent's registry calls these listeners, kafkastore.topic
+    # and kafkastore.topic.replication.factor)
+    _D("schema.registry.listeners", "list", [], "logbroker only: URLs (http://host:port, "
+       "https://host:port) on which the broker serves Confluent Schema Registry's REST API; "
+       "empty: no registry", _registry_urls),
+    _D("schema.registry.topic", "string", "_schemas", "logbroker only: the compacted topic "
+       "holding the registry's schemas, configs and modes"),
+    _D("schema.registry.topic.replication.factor", "int", 3, "logbroker only: replication factor "
+       "of schema.registry.topic on a cluster (it is created once that many brokers are alive; a "
+       "single node uses 1)", at_least(1)),
     # Logs
     _D("log.dirs", "list", None, "data directories; overrides log.dir"),
     _D("log.dir", "string", None, "data directory when log.dirs is not set; logbroker's default "
@@ -210,6 +230,8 @@ _BROKER_ONLY_DEFS = (
     # Replication
     _D("replica.lag.time.max.ms", "long", 30_000,
        "a follower not caught up for this long leaves the ISR"),
+    _D("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX,
+       "bytes per second all replica moves between log dirs together may copy", at_least(1)),
     _D("replica.fetch.max.bytes", "int", 1_048_576, "bytes per partition a follower asks for",
        at_least(0)),
     _D("replica.fetch.min.bytes", "int", 1, "bytes a follower's fetch waits for"),
@@ -253,6 +275,8 @@ _BROKER_ONLY_DEFS = (
        "closed at once", at_least(0)),
     _D("max.connections.per.ip.overrides", "string", "",
        "per-IP or per-host limits that replace max.connections.per.ip: host:count,host:count"),
+    _D("max.request.partition.size.limit", "int", 2000,
+       "most partitions one DescribeTopicPartitions answer holds", at_least(1)),
     _D("queued.max.requests", "int", 500,
        "requests queued per connection before reading from it pauses", at_least(1)),
     _D("request.timeout.ms", "int", 30_000, "timeout of the broker's own outbound requests"),
@@ -325,6 +349,18 @@ _BROKER_ONLY_DEFS = (
        "transactional batch of a producer is appended to it (KIP-890)"),
     _D("producer.id.expiration.ms", "int", 86_400_000,
        "forget a producer id's state after this long without writes", at_least(1)),
+    _D("delegation.token.secret.key", "string", None, "secret the HMAC of every delegation token "
+       "is made with; the same on every broker of a cluster (unset: delegation tokens are off)"),
+    _D("delegation.token.master.key", "string", None, "the old name of delegation.token.secret.key, "
+       "used when that is unset"),
+    _D("delegation.token.max.lifetime.ms", "long", 604_800_000,
+       "longest a token can live, renewals included", at_least(1)),
+    _D("delegation.token.expiry.time.ms", "long", 86_400_000,
+       "how long a token lives until renewed, when its request names no period", at_least(1)),
+    _D("delegation.token.expiry.check.interval.ms", "long", 3_600_000,
+       "how often expired tokens are purged", at_least(1)),
+    _D("telemetry.max.bytes", "int", 1_048_576,
+       "largest client telemetry push (PushTelemetry's metrics, compressed) accepted", at_least(1)),
     _D("quota.window.num", "int", 11, "samples kept by the client quota rates", at_least(1)),
     _D("quota.window.size.seconds", "int", 1, "time span of each client quota sample", at_least(1)),
     _D("controller.quota.window.num", "int", 11,
@@ -367,8 +403,6 @@ controller.quorum.election.backoff.max.ms controller.quorum.election.timeout.ms
 controller.quorum.fetch.timeout.ms controller.quorum.request.timeout.ms
 controller.quorum.retry.backoff.ms controller.quorum.voters
 controller.socket.timeout.ms create.topic.policy.class.name
-delegation.token.expiry.check.interval.ms delegation.token.expiry.time.ms
-delegation.token.master.key delegation.token.max.lifetime.ms delegation.token.secret.key
 delete.records.purgatory.purge.interval.requests early.start.listeners
 eligible.leader.replicas.enable fetch.max.bytes fetch.purgatory.purge.interval.requests
 follower.replication.throttled.rate group.consumer.max.heartbeat.interval.ms
@@ -388,7 +422,7 @@ leader.replication.throttled.rate log.dir.failure.timeout.ms log.initial.task.de
 log.message.format.version
 max.connection.creation.rate max.connections max.connections.per.ip
 max.connections.per.ip.overrides max.incremental.fetch.session.cache.slots
-max.request.partition.size.limit metadata.log.dir metadata.log.max.record.bytes.between.snapshots
+metadata.log.dir metadata.log.max.record.bytes.between.snapshots
 metadata.log.max.snapshot.interval.ms metadata.log.segment.bytes metadata.log.segment.min.bytes
 metadata.log.segment.ms metadata.max.idle.interval.ms metadata.max.retention.bytes
 metadata.max.retention.ms metric.reporters metrics.num.samples metrics.recording.level
@@ -412,7 +446,7 @@ remote.log.metadata.manager.impl.prefix remote.log.metadata.manager.listener.nam
 remote.log.reader.max.pending.tasks remote.log.reader.threads
 remote.log.storage.manager.class.path
 remote.log.storage.manager.impl.prefix
-replica.alter.log.dirs.io.max.bytes.per.second replica.selector.class
+replica.selector.class
 replica.socket.receive.buffer.bytes replica.socket.timeout.ms replication.quota.window.num
 replication.quota.window.size.seconds reserved.broker.max.id sasl.client.callback.handler.class
 sasl.enabled.mechanisms sasl.jaas.config sasl.kerberos.kinit.cmd
@@ -437,7 +471,6 @@ ssl.keymanager.algorithm ssl.keystore.certificate.chain ssl.keystore.key ssl.key
 ssl.keystore.password ssl.keystore.type ssl.principal.mapping.rules ssl.protocol ssl.provider
 ssl.secure.random.implementation ssl.trustmanager.algorithm ssl.truststore.certificates
 ssl.truststore.location ssl.truststore.password ssl.truststore.type
-telemetry.max.bytes
 unclean.leader.election.interval.ms unstable.api.versions.enable unstable.feature.versions.enable
 zookeeper.clientCnxnSocket zookeeper.max.in.flight.requests zookeeper.metadata.migration.enable
 zookeeper.metadata.migration.min.batch.size zookeeper.set.acl zookeeper.ssl.cipher.suites

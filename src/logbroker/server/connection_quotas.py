@@ -83,6 +83,14 @@ class ConnectionQuotas:
                                     if f"listener.name.{e.listener_name.lower()}.max.connections" in config.originals},
                    protected_listener=config.inter_broker_listener_name)
 
+    def adopt_limits(self, other: ConnectionQuotas) -> None:
+        """Take `other`'s limits (a dynamic config change), keeping the connections counted here.
+        Connections above a lowered limit stay open; new ones wait until the count is below it."""
+        self.max_connections = other.max_connections
+        self.max_connections_per_ip = other.max_connections_per_ip
+        self.per_ip_overrides = dict(other.per_ip_overrides)
+        self.listener_limits = dict(other.listener_limits)
+
     def count(self, ip: str) -> int:
         return self._per_ip[ip]
 

@@ -18,7 +18,8 @@ from logbroker.server.network import PLAINTEXT, ListenerSecurity
 
 
 def listener_security(config: KafkaConfig, name: str, *, scram_credential: Callable,
-                      clock_ms: Callable[[], int]) -> ListenerSecurity:
+                      clock_ms: Callable[[], int], delegation_token: Callable | None = None,
+                      wall_clock_ms: Callable[[], int] | None = None) -> ListenerSecurity:
     """Raises ConfigError naming the key when the listener's settings cannot work."""
     protocol = config.listener_security_protocol_map[name]
     if protocol == "PLAINTEXT":
@@ -49,7 +50,8 @@ def listener_security(config: KafkaConfig, name: str, *, scram_credential: Calla
             listener_name=name, mechanisms=mechanisms, plain_users=users,
             scram_credential=scram_credential,
             failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
-            reauth_ms=config.connections_max_reauth_ms, clock_ms=clock_ms)
+            reauth_ms=config.connections_max_reauth_ms, clock_ms=clock_ms,
+            delegation_token=delegation_token, wall_clock_ms=wall_clock_ms)
         authenticator = lambda peer: SaslServerAuthenticator(settings, peer)  # noqa: E731
     return ListenerSecurity(name, protocol, ssl_context, authenticator,
                             config.sasl_server_max_receive_size)

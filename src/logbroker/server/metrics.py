@@ -34,6 +34,8 @@ Names are Kafka's JMX metrics as the Prometheus JMX exporter's standard Kafka ru
         name=consumer-group-count,state=stable → …_consumer_group_count{state="stable"} (likewise
         classic-group-count and every other group type's); consumer-group-rebalance-count
         → …_consumer_group_rebalance_total (group epoch bumps)
+    the metrics clients push (KIP-714), which Kafka leaves to a plugin: one family per pushed
+        metric, labelled with the client's identity (server/client_telemetry_metrics.py)
     consumer-group lag, which Kafka has no JMX metric for, as kafka_exporter names it:
         kafka_consumergroup_lag{consumergroup,topic,partition}, kafka_consumergroup_current_offset
 
@@ -119,6 +121,11 @@ class TimeReservoir:
         self.samples = [0.0] * RESERVOIR_SIZE
         self.count = 0
         self.sum_s = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.samples[self.count & (RESERVOIR_SIZE - 1)] = seconds
+        self.count += 1
+        self.sum_s += seconds
 
     def quantiles(self) -> list[tuple[float, float]]:
         """(quantile, seconds) over the samples held; empty before the first request."""
@@ -288,10 +295,7 @@ class TimedHandler:
         try:
             return await coroutine
         finally:
-            elapsed = perf_counter() - start
-            times.samples[times.count & (RESERVOIR_SIZE - 1)] = elapsed
-            times.count += 1
-            times.sum_s += elapsed
+            times.add(perf_counter() - start)
 
 
 # -- scrape time ------------------------------------------------------------------------------
@@ -329,6 +333,9 @@ class BrokerCollector:
         yield from self._group_coordinator()
         yield from self._transaction_coordinator()
         yield from remote_storage_families(self.broker.replica_manager.remote_log_manager, partitions)
+        if self.broker.client_telemetry is not None and self.broker.client_telemetry.instances:
+            from logbroker.server.client_telemetry_metrics import telemetry_families
+            yield from telemetry_families(self.broker.client_telemetry)
 
     def _topic_metrics(self, hosted_topics: set[str]) -> Iterable[Metric]:
         m = self.metrics

@@ -179,6 +179,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.principal = ANONYMOUS
         self.tls: TlsSession | None = None
         self.sasl = None  # SaslServerAuthenticator on SASL listeners
+        self.client_software = ("", "")  # (name, version) from ApiVersions v3+ (client telemetry)
         self.auth_gate = False
         self._lift_request_limit = False  # authenticated with a partial frame buffered
         self._received_any = False
@@ -506,9 +507,11 @@ class KafkaServer:
         self._acceptors: list[Acceptor] = []
         self.read_buffers = ReadBuffers(READ_BUFFER_BYTES, LARGE_FRAMES_READ_BYTES)  # every connection's reads
 
-    async def listen(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT) -> int:
+    async def listen(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT, *,
+                     accepting: bool = True) -> int:
         """Start a listener on every address of `host` (all interfaces when empty); returns the
-        bound port (useful with port 0)."""
+        bound port (useful with port 0). With `accepting` False the socket is bound and listening
+        (connections wait in its backlog) but none is accepted until `start_accepting()`."""
         try:  # an address literal or all interfaces: no DNS, so no worker thread at start; as
             # bytes, the host skips the idna codec (~0.3 MiB imported for a str host)
             infos = socket.getaddrinfo(host.encode("ascii") if host else None, port, type=socket.SOCK_STREAM,
@@ -532,12 +535,34 @@ class KafkaServer:
             bound = sock.getsockname()[1]
             acceptor = Acceptor(self, sock, security)
             self._acceptors.append(acceptor)
-            acceptor.resume()
+            if accepting:
+                acceptor.resume()
         return bound
+
+    def start_accepting(self) -> None:
+        """Accept the connections of every listener opened with `accepting=False`."""
+        for acceptor in self._acceptors:
+            acceptor.resume()
 
     def connection_closed(self, ip: str, listener_name: str) -> None:
         """A counted connection ended: release its count, and accept again if that was the limit."""
         self.quotas.dec(ip, listener_name)
+        self._resume_acceptors()
+
+    def set_listener_security(self, listener_name: str, security: ListenerSecurity) -> None:
+        """New connections to `listener_name` use `security` (a dynamic config change: a renewed
+        certificate, new JAAS users); connections already open keep theirs."""
+        for acceptor in self._acceptors:
+            if acceptor.security.listener_name == listener_name:
+                acceptor.security = security
+
+    def set_quota_limits(self, quotas: ConnectionQuotas) -> None:
+        """Take the limits of `quotas` (a dynamic config change) and accept again where they allow."""
+        self.quotas.adopt_limits(quotas)
+        self._resume_acceptors()
+
+    def _resume_acceptors(self) -> None:
+        """Accept again on every listener paused at a connection limit that no longer holds."""
         for acceptor in self._acceptors:
             if acceptor.paused and not self.quotas.accept_blocked(acceptor.security.listener_name):
                 acceptor.resume()

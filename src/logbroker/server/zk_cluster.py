@@ -11,16 +11,17 @@ anything that reads or writes ZooKeeper goes to one worker thread (`self._worker
 thread also serialises the controller's work, so two controller events never interleave — the
 same reason Kafka's controller has a single event queue.
 
-The controller (whichever broker won `/controller`) reacts to three events, each by one scan of
+The controller (whichever broker won `/controller`) reacts to four events, each by one scan of
 every partition (`_elect_partitions`): it became controller, the broker list changed, the topic
-list changed. A partition without a state gets one (leader = first live replica, ISR = the live
+list changed, a broker's log dir failed. A partition without a state gets one (leader = first live replica, ISR = the live
 replicas, epoch 0); a partition whose leader is live loses its dead followers from the ISR (Kafka's
 OfflineReplica); a partition whose leader is not live gets a new leader from the live members
 of its ISR (with unclean.leader.election.enable any live replica), its epoch bumped and the dead
 brokers dropped from the ISR, or — with no candidate — leader -1 and the ISR kept, so the last
 in-sync replica takes over when it comes back. Every write is fenced by the controller epoch and
 conditional on the version the decision was based on; a stale read is re-read and retried.
-On the same worker thread run ElectLeaders and the periodic preferred-leader rebalance
+A broker's failed log dir (server/log_dir_failures.py) makes it dead, in those scans, for the
+partitions that dir held. On the same worker thread run ElectLeaders and the periodic preferred-leader rebalance
 (replica_elections.py) and partition reassignments (partition_reassignment.py).
 """
 
@@ -41,6 +42,7 @@ from logbroker.metadata.zookeeper_store import (
     Watch,
     ZooKeeperMetadataStore,
 )
+from logbroker.server.log_dir_failures import LogDirFailures
 from logbroker.server.partition_reassignment import PartitionReassignments, apply_assignment
 from logbroker.server.replica_elections import auto_rebalance_every
 from logbroker.server.topic_admin import apply_topic_configs
@@ -55,7 +57,6 @@ class ZooKeeperCluster:
         self.broker_id = broker.broker_id
         self.zk = zk
         self.cache = cache
-        self.unclean_leader_election = broker.config.unclean_leader_election_enable
         self.loop: asyncio.AbstractEventLoop | None = None
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="zk-cluster")
         self._watches: list[Watch] = []
@@ -63,19 +64,24 @@ class ZooKeeperCluster:
         self._topic_watches: dict[str, Watch] = {}
         self._config_changes = ConfigChangeListener(zk, {
             "topics": self._on_topic_config_change,
+            "brokers": self._on_broker_config_change,
             "users": lambda name: self._on_quota_config_change(f"users/{name}"),
             "clients": lambda name: self._on_quota_config_change(f"clients/{name}"),
+            "client-metrics": self._on_client_metrics_change,
         }, clock=broker.clock)
         self._known_topics: set[str] = set()  # worker thread only
         self._closed = False
         self._rebalance_task: asyncio.Task | None = None
         self.reassignments = PartitionReassignments(zk)
+        self.log_dir_failures = LogDirFailures(self)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, advertised: BrokerInfo, endpoints: list[str], *,
                     security_protocol_map: dict[str, str] | None = None) -> None:
         """Register this broker, fill the cache, and set the watches (controller election
-        included). Runs after the listeners are bound: the registration carries their port."""
+        included). Runs after the listeners are bound: the registration carries their port.
+        Returns once the cache holds every broker, topic and partition state read from ZooKeeper
+        at start, so the broker may then serve clients from it."""
         self.loop = asyncio.get_running_loop()
         await self._register(advertised, endpoints, security_protocol_map)
         await self._run(self._initial_load)
@@ -86,6 +92,13 @@ class ZooKeeperCluster:
         self._watches.append(await self._run(self.zk.watch_controller, self._from_kazoo(self._on_controller)))
         self._watches.append(await self._run(self.zk.watch_config_changes,
                                              self._from_kazoo(self._config_changes.process)))
+        self._watches.append(await self._run(self.zk.watch_log_dir_events,
+                                             self._from_kazoo(self._on_log_dir_events)))
+        # Each watch reports its current value at once, on the worker: the topic watch queues
+        # `_on_topics` there, which reads every partition's state and queues it for the event
+        # loop. Once the worker has run what was queued before this no-op, and the event loop the
+        # cache updates queued before its answer, the cache is complete.
+        await self._run(lambda: None)
         config = self.broker.config
         if config.auto_leader_rebalance_enable:
             self._rebalance_task = self.loop.create_task(auto_rebalance_every(
@@ -160,6 +173,12 @@ class ZooKeeperCluster:
         self.loop.call_soon_threadsafe(fn, *args)
 
     # -- worker-thread handlers (may block on ZooKeeper) ----------------------------------------
+    def _on_client_metrics_change(self, sanitized_name: str) -> None:
+        from logbroker.metadata.sanitizer import desanitize
+        name = desanitize(sanitized_name)
+        configs = self.zk.client_metrics_config(name)
+        self._on_loop(self.broker.client_telemetry.apply_change, name, configs)
+
     def _initial_load(self) -> None:
         brokers = self.zk.brokers()
         topics = self.zk.topics()
@@ -222,6 +241,13 @@ class ZooKeeperCluster:
     def _on_topic_config_change(self, name: str) -> None:
         self._on_loop(apply_topic_configs, self.broker, name, self.zk.topic_configs(name))
 
+    def _on_broker_config_change(self, entity: str) -> None:
+        """The cluster default's or this broker's dynamic configs changed: re-read and apply them."""
+        from logbroker.server.broker_configs import apply_stored
+        from logbroker.server.dynamic_config import DEFAULT_ENTITY
+        if entity in (DEFAULT_ENTITY, str(self.broker_id)):
+            self._on_loop(apply_stored, self.broker, entity, self.zk.broker_configs(entity))
+
     def _on_quota_config_change(self, path: str) -> None:
         """A user's, client's or user/client's config changed: re-read it (client quotas)."""
         if self.broker.quota_store is None:
@@ -247,6 +273,7 @@ class ZooKeeperCluster:
                 controller_id = self.broker_id
                 log.info("Broker %d became controller at epoch %s", self.broker_id, self.zk.controller_epoch)
                 self._on_loop(setattr, self.cache, "controller_id", controller_id)
+                self.log_dir_failures.handle(self.log_dir_failures.pending)
                 self._elect_partitions(set(self.zk.brokers()))
                 self._on_topic_deletions(self.zk.topics_to_delete())
                 self.reassignments.resume()
@@ -254,16 +281,29 @@ class ZooKeeperCluster:
             controller_id = self.zk.controller_id()
         self._on_loop(setattr, self.cache, "controller_id", controller_id)
 
+    def _on_log_dir_events(self, names: list[str]) -> None:
+        """Log dir failure notices (server/log_dir_failures.py): the controller moves what the
+        failed dirs held; the others remember them in case they become controller."""
+        self.log_dir_failures.pending = names
+        if self.zk.is_controller and self.log_dir_failures.handle(names):
+            self._elect_partitions(set(self.zk.brokers()))
+
+    def notify_log_dir_failure(self) -> None:
+        """Leave this broker's log dir failure notice for the controller. Event loop."""
+        self._worker.submit(self._guarded, lambda _: self.zk.notify_log_dir_failure(self.broker_id), None)
+
     # -- the controller's election ------------------------------------------------------------
     def _elect_partitions(self, live: set[int]) -> None:
-        """One pass over every partition: give each a live leader from its ISR where it has none."""
+        """One pass over every partition: give each a live leader from its ISR where it has none.
+        A broker whose replica of a partition is in a failed log dir counts as dead for it."""
         broker_epochs = self.zk.broker_epochs()
         for name, info in self.zk.topics().items():
             for partition, replicas in sorted(info.assignment.items()):
                 tp = TopicPartition(name, partition)
+                available = live - self.log_dir_failures.offline_brokers(tp, broker_epochs)
                 for _attempt in range(5):
                     try:
-                        self._elect_one(tp, replicas, live, broker_epochs)
+                        self._elect_one(tp, replicas, available, broker_epochs)
                         break
                     except StaleStateError:
                         continue  # the leader changed the ISR meanwhile: decide again on a fresh read
@@ -290,7 +330,7 @@ class ZooKeeperCluster:
             return
         candidates = ([r for r in replicas if r in old.isr and r in in_sync]
                       or [r for r in replicas if r in restarted])
-        if not candidates and self.unclean_leader_election:
+        if not candidates and self.broker.config.unclean_leader_election_enable:  # dynamic: read each time
             candidates = [r for r in replicas if r in live]
             if candidates:
                 log.warning("Unclean leader election for %s: broker %d was not in the ISR %s",
@@ -371,8 +411,7 @@ class ZooKeeperCluster:
             hosted = [tp for tp in (TopicPartition(name, p) for p in info.assignment)
                       if tp in self.broker.replica_manager.partitions]
             self.broker.replica_manager.stop_replicas(hosted, delete=True)
-            if hosted:
-                self.broker.delete_remote_data(info)
+            self.broker.topic_deleted(info)
             log.info("Topic %s was deleted", name)
 
     def _apply_state(self, tp: TopicPartition, versioned: VersionedPartitionState | None) -> None:

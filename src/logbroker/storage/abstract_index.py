@@ -11,7 +11,9 @@ After a crash, an active segment's index is still at its preallocated size with 
 last entry. Kafka takes the whole file as entries and relies on recovery to rebuild it; here the
 entry count on open is the file size less the trailing all-zero entries, which gives the right
 count for both a trimmed file and a preallocated one (an offset index entry always has a position
-> 0, since a segment's first append never gets an entry). Truncation zeroes the entries it drops
+> 0, since a segment's first append never gets an entry). The zeros are looked for below the
+file's first hole (lseek SEEK_HOLE): the preallocated part was never written, and reading it
+would fault in megabytes of zero pages per index. Truncation zeroes the entries it drops
 so that this stays true. Recovery still rebuilds the indexes of every segment after the recovery
 point: nothing here is checksummed.
 
@@ -83,6 +85,18 @@ class IndexFullError(KafkaStorageError):
 _MADV_RANDOM = getattr(mmap, "MADV_RANDOM", None)  # not on every platform
 
 
+def _data_end(fd: int, length: int) -> int:
+    """Where the first hole of the file starts (lseek SEEK_HOLE): `length` for a file without
+    holes, or where holes cannot be told (no SEEK_HOLE, a file system that does not say)."""
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_hole is None or length == 0:
+        return length
+    try:
+        return min(os.lseek(fd, 0, seek_hole), length)
+    except OSError:
+        return length
+
+
 def round_down_to_multiple(number: int, factor: int) -> int:
     return factor * (number // factor)
 
@@ -129,10 +143,11 @@ class AbstractIndex:
                 os.ftruncate(fd, round_down_to_multiple(max_index_size, self.ENTRY_SIZE))
             self._length = os.fstat(fd).st_size
             self._map(fd)
+            data_end = self._length if newly_created else _data_end(fd, self._length)
         finally:
             os.close(fd)  # the mapping keeps its own descriptor
         self._max_entries = self._length // self.ENTRY_SIZE
-        self._entries = 0 if newly_created else self._count_entries()
+        self._entries = 0 if newly_created else self._count_entries(data_end)
         # What is known to have blocks: the entries (the rest of an existing file may be sparse).
         self._backed_bytes = self._entries * self.ENTRY_SIZE
 
@@ -161,8 +176,11 @@ class AbstractIndex:
         finally:
             os.close(fd)
 
-    def _count_entries(self) -> int:
-        """Entries in an existing file: its whole entries less the trailing all-zero ones."""
+    def _count_entries(self, data_end: int) -> int:
+        """Entries in an existing file: its whole entries less the trailing all-zero ones.
+        `data_end`: where the file's first hole starts (its length when it has none); the
+        zeros are looked for below it only, so a preallocated index left by a crash is not read
+        through its megabytes of holes (page faults of zeros, ~0.15 s an index)."""
         es = self.ENTRY_SIZE
         whole = self._length // es
         if whole == 0:
@@ -172,6 +190,7 @@ class AbstractIndex:
         # Fast path: a trimmed file ends with a real entry.
         if mm[end - es:end].count(0) != es:
             return whole
+        end = min(end, -(-data_end // es) * es)
         chunk = _SCAN_CHUNK_ENTRIES * es
         while end > 0:
             start = max(0, end - chunk)

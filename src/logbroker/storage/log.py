@@ -118,6 +118,7 @@ class Log(LogRetention, LogFlush):
         # Tiered logs: the last offset copied to remote storage (-1: none), set by the remote log
         # manager; local retention deletes no segment past it.
         self._highest_offset_in_remote = -1
+        self._checkpointed_at = (-1, 0)
 
     def _snapshot_to_delete_with(self, base_offset: int) -> list[Path]:
         snapshot = self._producer_state.remove_and_mark_snapshot_for_deletion(base_offset)

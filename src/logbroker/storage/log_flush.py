@@ -14,6 +14,17 @@ Writeback (`writeback_due`, `start_writeback`): as the active segment grows, its
 to the disk early, without waiting, so that a roll's fsync is short; what is durable and the
 recovery point do not change.
 
+Recovery checkpoints (`recovery_checkpoint_due`, `checkpoint_active_segment`): each time the
+active segment grows by `recovery_checkpoint_bytes` (an eighth of segment.bytes, 1 to 32 MiB)
+past its last checkpoint, a producer snapshot is taken at the log end and the log is flushed up
+to there, so the recovery point follows the active segment instead of waiting for its roll.
+Recovery after a crash then validates and replays only the bytes past that point
+(log_loader.py), whatever the segment's size. Kafka flushes only at roll (and per
+flush.messages / flush.ms) and recovers the whole active segment; this is one more fsync per
+checkpoint, of pages the writeback has mostly written already. The older checkpoint snapshots
+inside the active segment are deleted (the one at the recovery point is all recovery needs);
+snapshots at segment base offsets stay, as Kafka's.
+
 Threads: the flush itself blocks on fsync and belongs in a worker thread; it runs its fsyncs
 outside the Log's lock (one flush at a time, under its own lock), so appends go on meanwhile.
 `needs_flush` and `flush_policy_due` are cheap and fine on the event loop. Closing and deleting
@@ -35,6 +46,16 @@ from logbroker.storage.producer_state import ProducerStateManager
 
 log = logging.getLogger("kafka.log.UnifiedLog")
 
+# How far the active segment grows past its last recovery checkpoint before the next one, what
+# recovery after a crash replays at most: an eighth of segment.bytes, within these bounds (a
+# segment smaller than the lower one gets none: its roll flushes it).
+RECOVERY_CHECKPOINT_BYTES = 32 * 1024 * 1024
+MIN_RECOVERY_CHECKPOINT_BYTES = 1024 * 1024
+
+
+def recovery_checkpoint_bytes(segment_bytes: int) -> int:
+    return min(RECOVERY_CHECKPOINT_BYTES, max(MIN_RECOVERY_CHECKPOINT_BYTES, segment_bytes // 8))
+
 
 class LogFlush:
     """The flushing and closing methods of `Log`. See the module docstring."""
@@ -47,6 +68,7 @@ class LogFlush:
     _producer_state: ProducerStateManager
     _log_end_offset: int
     _unflushed_snapshots: list[Path]
+    _checkpointed_at: tuple[int, int]  # (active segment's base offset, its size) at the last checkpoint
     dir: Path
     closed: bool
 
@@ -89,6 +111,37 @@ class LogFlush:
                     records.trim()  # rolled meanwhile: give back what was allocated past its end
         except (OSError, ValueError) as e:  # closed under us (deleted, truncated away): harmless
             log.debug("Writeback of %s not started: %s", records.path, e)
+
+    def recovery_checkpoint_due(self) -> bool:
+        """Whether the active segment grew `recovery_checkpoint_bytes` since its last recovery
+        checkpoint (or its start). Cheap, no lock: call it after an append, on the event loop."""
+        segment = self._local.active_segment
+        base, size = self._checkpointed_at
+        grown = segment.size - (size if base == segment.base_offset else 0)
+        return grown >= recovery_checkpoint_bytes(self.config.segment_bytes)
+
+    def checkpoint_active_segment(self) -> bool:
+        """Take a producer snapshot at the log end and flush up to it (see the module
+        docstring); False when there was nothing to do (closed, an empty active segment).
+        Blocking fsyncs: worker thread. The snapshot is written under the log's lock (a few
+        bytes per producer), the fsyncs outside it, as `flush`."""
+        with self._lock:
+            segment = self._local.active_segment
+            target = self._log_end_offset
+            if self.closed or target <= segment.base_offset:
+                return False
+            self._checkpointed_at = (segment.base_offset, segment.size)
+            try:
+                snapshot = self._producer_state.take_snapshot(target, sync=False)
+            except OSError as e:
+                raise KafkaStorageError(f"Error while writing a producer snapshot of {self.dir}: {e}") from e
+            if snapshot is not None:
+                self._unflushed_snapshots.append(snapshot)
+        self.flush(target)
+        with self._lock:
+            if self._local.recovery_point >= target and segment is self._local.active_segment:
+                self._producer_state.delete_snapshots_between(segment.base_offset, target)
+        return True
 
     def flush_if_needed(self, now_ms: int) -> bool:
         """Flush what `needs_flush` says is due: up to the log end for flush.messages/flush.ms,

@@ -14,7 +14,13 @@ Steps, in Kafka's order:
 3. Without a clean shutdown, every segment from the one holding the recovery point on is
    recovered: each batch is validated (length, magic, CRC-32C, offsets) and the indexes rebuilt;
    at the first invalid batch the segment is cut there and every later segment deleted, since
-   nothing after a torn write can be trusted.
+   nothing after a torn write can be trusted. When the recovery point lies inside its segment
+   (the active segment is flushed as it grows: log_flush.py), that segment is recovered from the
+   recovery point only — what lies below it, index entries included, was fsynced — and the
+   producer state starts from the newest snapshot in the segment up to the recovery point (a
+   flush for flush.messages or flush.ms takes none: then from the segment's first batch), even
+   when the log start lies past it: as Kafka's replay of the whole segment, this keeps the
+   producers whose data batches are below the log start (KIP-360).
 4. An empty directory gets its first segment at the log start offset; a log that ends before the
    log start offset (a checkpoint ahead of the data) is emptied and restarted there. The active
    segment's indexes get their full preallocated size back.
@@ -227,28 +233,51 @@ class _TxnRecovery:
 
 
 def _recover_segment(segment: LogSegment, epoch_cache: LeaderEpochFileCache,
-                     txn: _TxnRecovery | None = None) -> int:
+                     txn: _TxnRecovery | None = None, from_offset: int | None = None) -> int:
+    """Recover `segment` (all of it, or with `from_offset` the tail from that recovery point:
+    LogSegment.recover), replaying its batches into a producer state brought to where the
+    replay starts, and log how many batches were replayed. Returns the bytes truncated.
+
+    The producer state ends as Kafka's, which replays every batch of the segment, those below
+    the log start too: a producer with only its transaction marker left above the log start
+    keeps the sequence number of its last data batch (KIP-360). So for a tail, the state at the
+    recovery point comes from a snapshot inside the segment, or from its first batch, even when
+    the log start lies past them (from a snapshot it also holds the producers of earlier
+    segments, as the log's state in memory did)."""
     assign_epoch = epoch_assigner(epoch_cache)
-    on_batch = assign_epoch
     psm = None
+    replayed = 0
+    if from_offset is not None and segment.recovery_start(from_offset) is None:
+        from_offset = None  # an index that cannot be trusted: the whole segment
     if txn is not None:
         psm = ProducerStateManager(txn.directory, clock=txn.clock,
                                    max_producer_id_expiration_ms=txn.producer_id_expiration_ms)
-        rebuild_producer_state(psm, txn.earlier_segments, log_start_offset=txn.log_start_offset,
-                               last_offset=segment.base_offset, at_load=True)
+        if from_offset is None:
+            rebuild_producer_state(psm, txn.earlier_segments, log_start_offset=txn.log_start_offset,
+                                   last_offset=segment.base_offset, at_load=True)
+        else:
+            rebuild_producer_state(psm, [*txn.earlier_segments, segment],
+                                   log_start_offset=min(txn.log_start_offset, segment.base_offset),
+                                   last_offset=from_offset, at_load=True)
 
-        def on_batch(position: int, header: BatchHeader) -> None:
-            assign_epoch(position, header)
+    def on_batch(position: int, header: BatchHeader) -> None:
+        nonlocal replayed
+        replayed += 1
+        assign_epoch(position, header)
+        if psm is not None:
             completed = load_batch_into_producer_state(psm, segment, position, header)
             if completed is not None:
                 complete_txn(psm, segment, completed)
     try:
-        truncated = segment.recover(None, on_batch=on_batch)
+        truncated = segment.recover(None, on_batch=on_batch, from_offset=from_offset)
     except LogSegmentOffsetOverflowError as e:
         raise KafkaStorageError(
             f"Segment {segment.log.path} holds offsets that overflow its index ({e}); splitting "
             f"such segments (left by old Kafka versions) is not supported: move the partition "
             f"away or delete the segment") from e
+    log.info("Recovered segment %d of %s from offset %d: %d batch(es) replayed, %d byte(s) "
+             "truncated", segment.base_offset, segment.log.path.parent.name,
+             segment.base_offset if from_offset is None else from_offset, replayed, truncated)
     if psm is not None:
         psm.take_snapshot()
     return truncated
@@ -310,8 +339,9 @@ def load_segments(directory: Path, config: LogConfig, *, clock: Clock, recovery_
         first = max(0, _floor_index(bases, recovery_point))
         for i in range(first, len(segments)):
             segment = segments[i]
-            log.debug("Recovering unflushed segment %s of %s", segment.base_offset, directory.name)
-            truncated = _recover_segment(segment, epoch_cache, txn_recovery(segments[:i]))
+            # The recovery point may lie inside its segment (flushed while active): from there.
+            from_offset = recovery_point if i == first and recovery_point > segment.base_offset else None
+            truncated = _recover_segment(segment, epoch_cache, txn_recovery(segments[:i]), from_offset)
             recovered += 1
             if truncated > 0:
                 truncated_bytes += truncated

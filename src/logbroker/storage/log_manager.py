@@ -12,10 +12,16 @@ then load every partition directory with the checkpointed recovery point, log st
 high watermark: with the marker, no recovery; without it, recovery from each recovery point.
 Directories of deleted partitions (`…-delete`) are removed; other entries are skipped.
 
-A full or failing log dir. Kafka takes a log dir that throws an IOException offline, moves its
-leaderships away, and stops a broker whose every log dir has failed. logbroker keeps the dir
-online instead and lets each write fail on its own, because the usual cause — a full disk — goes
-away when room is made, and a single node has nowhere to move leadership to:
+A failing log dir. As Kafka (LogDirFailureChannel), an I/O error in a log dir — a checkpoint,
+an append or a roll failing for any reason but a full disk — takes the whole dir offline until
+the broker restarts: its logs are dropped from the partition map (their partitions answer
+KAFKA_STORAGE_ERROR here, `offline_partitions`), its checkpoints are no longer written, new logs
+go to the other dirs, and `on_dir_failure(dir, partitions)` tells the server, which on a cluster
+has the controller move those partitions' leadership to other brokers. The other dirs keep
+serving.
+
+A full log dir stays online instead and each write fails on its own, because a full disk goes
+away when room is made (and a single node has nowhere to move leadership to):
 
 - an append that does not fit fails whole with KAFKA_STORAGE_ERROR (nothing half-written is
   counted: index room is reserved before the batch is written, see abstract_index.py); reads go on;
@@ -41,7 +47,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from logbroker.clock import Clock
@@ -62,6 +68,7 @@ from logbroker.storage.checkpoints import (
     write_clean_shutdown_file,
 )
 from logbroker.storage.cleaner_manager import LogCleaner
+from logbroker.storage.future_logs import FUTURE_DIR_SUFFIX, FutureLogs
 from logbroker.storage.log import Log
 from logbroker.storage.log_config import LogConfig
 from logbroker.types import TopicPartition
@@ -71,10 +78,18 @@ _limited = RateLimitedLog(log, burst=5, interval_s=60.0)
 
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
-FUTURE_DIR_SUFFIX = "-future"
 STRAY_DIR_SUFFIX = "-stray"
 _PROGRESS_AFTER_S = 1.0
 _PROGRESS_MIN_PARTITIONS = 200
+
+
+def is_dir_failure(error: BaseException) -> bool:
+    """Whether `error` (or what caused it) is an I/O error that takes a log dir offline: any
+    OSError but a full disk or quota (ENOSPC, EDQUOT), which the dir outlives."""
+    seen = error
+    while seen is not None and not isinstance(seen, OSError):
+        seen = seen.__cause__ or seen.__context__
+    return isinstance(seen, OSError) and seen.errno not in (errno.ENOSPC, errno.EDQUOT)
 
 
 def delete_dir_name(tp: TopicPartition) -> str:
@@ -83,7 +98,7 @@ def delete_dir_name(tp: TopicPartition) -> str:
     return tp.topic[:max(0, 255 - len(suffix))] + suffix
 
 
-class LogManager:
+class LogManager(FutureLogs):
     """The logs of this broker. Build it, call `startup`, and `shutdown` at the end.
 
     Invariant: a partition has at most one log, in exactly one log dir.
@@ -104,11 +119,18 @@ class LogManager:
         self._producer_id_expiration_ms = producer_id_expiration_ms
         self._logs: dict[TopicPartition, Log] = {}
         self._logs_to_delete: list[tuple[int, Log]] = []
+        self._future_logs: dict[TopicPartition, Log] = {}
+        self._preferred_dirs: dict[TopicPartition, Path] = {}
         self._lock = threading.RLock()
+        self._recovery_point_file_lock = threading.Lock()  # its writers run in several threads
         self._dir_locks: dict[Path, int] = {}
         self._had_clean_shutdown: dict[Path, bool] = {}
         self._started = False
         self._cleaner = None  # cleaner_manager.LogCleaner, made by the first clean_logs
+        self._offline_dirs: dict[Path, str] = {}  # a failed dir → the error that took it offline
+        self._offline_partitions: set[TopicPartition] = set()
+        # Called as on_dir_failure(dir, partitions) once per failed dir, on the failing thread.
+        self.on_dir_failure: Callable[[Path, list[TopicPartition]], None] | None = None
 
     # --- properties ------------------------------------------------------------------------
 
@@ -171,8 +193,14 @@ class LogManager:
                 if entry.name.endswith(DELETE_DIR_SUFFIX):
                     log.info("Removing %s, a partition deleted before the last shutdown", path)
                     remove_tree(path)
-                elif entry.name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
-                    log.warning("Skipping %s: future and stray replicas are not supported", path)
+                elif entry.name.endswith(FUTURE_DIR_SUFFIX):
+                    # A move cut short by the shutdown: the current replica is whole, the copy
+                    # is dropped and AlterReplicaLogDirs starts it again.
+                    log.warning("Removing %s, a replica move to this dir interrupted by the "
+                                "last shutdown", path)
+                    remove_tree(path)
+                elif entry.name.endswith(STRAY_DIR_SUFFIX):
+                    log.warning("Skipping %s: stray replicas are not supported", path)
                 else:
                     try:
                         TopicPartition.from_dir_name(entry.name)
@@ -351,8 +379,8 @@ class LogManager:
             return list(self._logs.values())
 
     def logs_by_dir(self) -> dict[Path, list[Log]]:
-        """The logs of each log dir (every configured dir present, maybe with no logs)."""
-        grouped: dict[Path, list[Log]] = {d: [] for d in self._log_dirs}
+        """The logs of each online log dir (every one present, maybe with no logs)."""
+        grouped: dict[Path, list[Log]] = {d: [] for d in self._log_dirs if d not in self._offline_dirs}
         for lg in self.all_logs():
             grouped.setdefault(lg.dir.parent, []).append(lg)
         return grouped
@@ -368,13 +396,21 @@ class LogManager:
                 if topic_id is not None:
                     existing.assign_topic_id(topic_id)
                 return existing
+            if tp in self._offline_partitions:
+                raise KafkaStorageError(f"The log of {tp} is in an offline log dir")
             if config is not None:
                 self._topic_configs[tp.topic] = config
-            if len(self._log_dirs) == 1:  # (counting is O(partitions): skip it when there is no choice)
-                log_dir = self._log_dirs[0]
+            online = [d for d in self._log_dirs if d not in self._offline_dirs]
+            if not online:
+                raise KafkaStorageError("Every log dir of this broker is offline")
+            preferred = self._preferred_dirs.pop(tp, None)
+            if preferred in online:
+                log_dir = preferred
+            elif len(online) == 1:  # (counting is O(partitions): skip it when there is no choice)
+                log_dir = online[0]
             else:
                 counts = {d: len(logs) for d, logs in self.logs_by_dir().items()}
-                log_dir = min(self._log_dirs, key=lambda d: counts.get(d, 0))
+                log_dir = min(online, key=lambda d: counts.get(d, 0))
             created = Log.open(log_dir / str(tp), config or self.config_for(tp.topic),
                                clock=self._clock, topic_id=topic_id, had_clean_shutdown=True,
                                producer_id_expiration_ms=self._producer_id_expiration_ms,
@@ -397,6 +433,7 @@ class LogManager:
         removed: dict[TopicPartition, Log] = {}
         try:
             for tp in tps:
+                self.abort_future_log(tp)
                 with self._lock:
                     lg = self._logs.pop(tp, None)
                 if lg is None:
@@ -426,6 +463,24 @@ class LogManager:
             lg.delete()
         return len(due)
 
+    def update_default_config(self, default: LogConfig, topic_configs: dict[str, LogConfig]) -> None:
+        """New broker defaults (a dynamic broker config change): `default` for topics not in
+        `topic_configs`, and every log the effective config of its topic, in one pass."""
+        with self._lock:
+            self._default_config = default
+            self._topic_configs.update(topic_configs)
+            logs = list(self._logs.items())
+        for tp, lg in logs:
+            lg.update_config(topic_configs.get(tp.topic, default))
+
+    def set_producer_id_expiration_ms(self, expiration_ms: int) -> None:
+        """producer.id.expiration.ms changed (a dynamic broker config): for every log, and new ones."""
+        with self._lock:
+            self._producer_id_expiration_ms = expiration_ms
+            logs = list(self._logs.values())
+        for lg in logs:
+            lg.producer_state.max_producer_id_expiration_ms = expiration_ms
+
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Give every log of `topic` (and its future partitions) a new effective config."""
         with self._lock:
@@ -436,30 +491,85 @@ class LogManager:
 
     # --- checkpoints -----------------------------------------------------------------------
 
-    def checkpoint_recovery_points(self) -> None:
-        """Write recovery-point-offset-checkpoint in every log dir. Blocks on disk."""
-        for log_dir, logs in self.logs_by_dir().items():
-            OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT_FILE).write(
-                {lg.topic_partition: lg.recovery_point for lg in logs})
+    def checkpoint_recovery_points(self, log_dir: Path | None = None) -> None:
+        """Write recovery-point-offset-checkpoint in every online log dir (or in `log_dir` alone:
+        after a recovery checkpoint of one of its logs, log_flush.py). Blocks on disk."""
+        with self._recovery_point_file_lock:
+            self._checkpoint(RECOVERY_POINT_CHECKPOINT_FILE,
+                             lambda logs: {lg.topic_partition: lg.recovery_point for lg in logs},
+                             only=log_dir)
 
     def checkpoint_log_start_offsets(self) -> None:
-        """Write log-start-offset-checkpoint in every log dir: the logs whose start offset is
-        past their first segment's base offset (after DeleteRecords), as Kafka. Blocks on disk."""
-        for log_dir, logs in self.logs_by_dir().items():
-            OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT_FILE).write(
-                {lg.topic_partition: lg.log_start_offset for lg in logs
-                 if lg.log_start_offset > lg.segments[0].base_offset})
+        """Write log-start-offset-checkpoint in every online log dir: the logs whose start
+        offset is past their first segment's base offset (after DeleteRecords), as Kafka."""
+        self._checkpoint(LOG_START_OFFSET_CHECKPOINT_FILE,
+                         lambda logs: {lg.topic_partition: lg.log_start_offset for lg in logs
+                                       if lg.log_start_offset > lg.segments[0].base_offset})
 
     def checkpoint_high_watermarks(self) -> None:
-        """Write replication-offset-checkpoint (high watermarks) in every log dir. Blocks."""
+        """Write replication-offset-checkpoint (high watermarks) in every online log dir."""
+        self._checkpoint(REPLICATION_OFFSET_CHECKPOINT_FILE,
+                         lambda logs: {lg.topic_partition: lg.high_watermark for lg in logs})
+
+    def _checkpoint(self, name: str, entries, *, only: Path | None = None) -> None:  # noqa: ANN001
+        """Write one checkpoint file (`entries`: logs → offsets) in each online dir, or in `only`;
+        a dir whose write fails with an I/O error goes offline, a full one raises (the round is
+        retried) after the others."""
+        full = None
         for log_dir, logs in self.logs_by_dir().items():
-            OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT_FILE).write(
-                {lg.topic_partition: lg.high_watermark for lg in logs})
+            if only is not None and log_dir != only:
+                continue
+            try:
+                OffsetCheckpointFile(log_dir / name).write(entries(logs))
+            except KafkaStorageError as e:
+                if not self.maybe_fail_dir(log_dir, e):
+                    full = e
+        if full is not None:
+            raise full
+
+    # --- failed log dirs -------------------------------------------------------------------
+
+    @property
+    def offline_dirs(self) -> dict[Path, str]:
+        """Each offline log dir and the error that took it offline."""
+        return dict(self._offline_dirs)
+
+    def is_offline(self, tp: TopicPartition) -> bool:
+        return tp in self._offline_partitions
+
+    def maybe_fail_dir(self, log_dir: Path, error: BaseException) -> bool:
+        """Take `log_dir` offline if `error` is an I/O error other than a full disk (Kafka's
+        LogDirFailureChannel): its logs leave the partition map, their files are closed and
+        `on_dir_failure` is told. True if the dir is (now) offline. Any thread."""
+        if log_dir in self._offline_dirs:
+            return True
+        if not is_dir_failure(error):
+            return False
+        with self._lock:
+            if log_dir in self._offline_dirs:
+                return True
+            self._offline_dirs[log_dir] = str(error)
+            failed = [tp for tp, lg in self._logs.items() if lg.dir.parent == log_dir]
+            closed = [self._logs.pop(tp) for tp in failed]
+            self._offline_partitions.update(failed)
+            moving = [tp for tp, lg in self._future_logs.items()
+                      if lg.dir.parent == log_dir or tp in self._offline_partitions]
+        for lg in closed + [self._future_logs.pop(tp) for tp in moving]:
+            try:
+                lg.close_handles()
+            except OSError:
+                pass
+        log.error("Stopped serving the %d replica(s) in log dir %s after an I/O error: %s",
+                  len(failed), log_dir, error)
+        if self.on_dir_failure is not None:
+            self.on_dir_failure(log_dir, failed)
+        return True
 
     def _write_checkpoints_for_dir(self, log_dir: Path) -> None:
         logs = self.logs_by_dir().get(log_dir, [])
-        OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT_FILE).write(
-            {lg.topic_partition: lg.recovery_point for lg in logs})
+        with self._recovery_point_file_lock:
+            OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT_FILE).write(
+                {lg.topic_partition: lg.recovery_point for lg in logs})
         OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT_FILE).write(
             {lg.topic_partition: lg.log_start_offset for lg in logs
              if lg.log_start_offset > lg.segments[0].base_offset})
@@ -516,6 +626,8 @@ class LogManager:
             self._logs_to_delete = []
         for lg in pending:
             lg.delete()
+        for tp in list(self._future_logs):
+            self.abort_future_log(tp)
         for log_dir, logs in self.logs_by_dir().items():
             clean = True
             for lg in logs:

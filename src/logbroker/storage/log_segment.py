@@ -418,7 +418,8 @@ class LogSegment:
     # --- recovery and truncation ----------------------------------------------------------------
 
     def recover(self, max_message_size: int | None = None, *,
-                on_batch: Callable[[int, BatchHeader], None] | None = None) -> int:
+                on_batch: Callable[[int, BatchHeader], None] | None = None,
+                from_offset: int | None = None) -> int:
         """Rebuild the indexes from the .log and cut it after its last valid batch.
 
         Each batch from the start must be complete, magic 2, at least a header long, CRC-32C
@@ -428,22 +429,34 @@ class LogSegment:
         for the active segment the caller then calls `resize_indexes`. `on_batch(position, header)`
         is called for each valid batch in order (producer state, leader epochs).
 
+        With `from_offset` (a recovery point inside this segment: every byte and index entry
+        below it was fsynced before it was recorded) only the tail is recovered: the index
+        entries for offsets >= from_offset are dropped, the batches are validated from the
+        last offset index entry kept (at most index.interval.bytes below the recovery point), and
+        `on_batch` is called for the batches whose base offset is >= from_offset. When the kept
+        entry does not name the last offset of the batch at its position (an index that cannot
+        be trusted), the whole segment is recovered instead.
+
         Returns the number of bytes truncated. A batch whose offsets do not fit this segment's
         indexes raises LogSegmentOffsetOverflowError, as in Kafka (the log must split the segment).
         """
         self._recent_batches.clear()
         offset_index = self.offset_index
         time_index = self.time_index
-        offset_index.reset()
-        time_index.reset()
-        self.txn_index.reset()
-        valid_bytes = 0
-        last_index_entry = 0
-        max_so_far = TimestampOffset(NO_TIMESTAMP, -1)
+        start = self.recovery_start(from_offset) if from_offset is not None else None
+        if start is None:
+            offset_index.reset()
+            time_index.reset()
+            self.txn_index.reset()
+            start, max_so_far, from_offset = 0, TimestampOffset(NO_TIMESTAMP, -1), -1
+        else:
+            entry = time_index.last_entry
+            max_so_far = entry if time_index.entries else TimestampOffset(NO_TIMESTAMP, -1)
+        valid_bytes = last_index_entry = start
         self._max_timestamp_and_offset_so_far = max_so_far
         previous_last_offset: int | None = None
         try:
-            for position, header, data in self._log.batches_with_data(0):
+            for position, header, data in self._log.batches_with_data(start):
                 _ensure_valid(header, data, position, max_message_size, previous_last_offset, self)
                 last_offset = header.base_offset + header.last_offset_delta
                 if not self.can_convert_to_relative_offset(last_offset):
@@ -458,7 +471,7 @@ class LogSegment:
                     last_index_entry = valid_bytes
                 valid_bytes += header.batch_length + LOG_OVERHEAD
                 previous_last_offset = last_offset
-                if on_batch is not None:
+                if on_batch is not None and header.base_offset >= from_offset:
                     on_batch(position, header)
         except CorruptRecordError as e:
             log.warning("Found invalid messages in log segment %s at byte offset %d: %s",
@@ -474,6 +487,27 @@ class LogSegment:
         self._bytes_since_last_index_entry = valid_bytes - last_index_entry
         self._rolling_based_timestamp = None
         return truncated
+
+    def recovery_start(self, from_offset: int) -> int | None:
+        """Drop the index entries at and above `from_offset` and return the position of the
+        last offset index entry kept (0 when none), where a tail recovery starts; None when
+        that entry does not match the batch at its position (then recover the whole segment).
+        Calling it again changes nothing more."""
+        if from_offset <= self._base_offset:
+            return None
+        for index in (self.offset_index, self.time_index):
+            index.truncate_to(from_offset)
+            index.resize(index.max_index_size)  # room to append (a rolled segment's was trimmed)
+        self.txn_index.truncate_to(from_offset)
+        if not self.offset_index.entries:
+            return 0
+        entry = self.offset_index.last_entry
+        header = next(iter(self._log.batches(entry.position)), (None, None))[1]
+        if header is None or header.base_offset + header.last_offset_delta != entry.offset:
+            log.warning("Offset index entry %s of %s does not match the batch at its position; "
+                        "recovering the whole segment", entry, self._log.path)
+            return None
+        return entry.position
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch holding an offset >= `offset` (a batch that straddles it goes too)

@@ -320,6 +320,10 @@ class ProducerStateManager:
             del self._producers[pid]
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        """The log start moved up (DeleteRecords, retention). Producers keep their entries even
+        when every batch of theirs is now below it (KIP-360, Kafka 2.5+): only
+        producer.id.expiration.ms forgets them, so a producer whose records were all deleted goes
+        on with its next sequence number. (Before 2.5 Kafka evicted them here.)"""
         self._remove_unreplicated_txns(log_start_offset)
         if self._map_end_offset < log_start_offset:
             self._map_end_offset = log_start_offset
@@ -368,6 +372,11 @@ class ProducerStateManager:
     def delete_snapshots_before(self, offset: int) -> None:
         """Delete the snapshots at offsets below `offset` (exclusive)."""
         for snap_offset in [o for o in self._snapshots if o < offset]:
+            self._remove_and_delete_snapshot(snap_offset)
+
+    def delete_snapshots_between(self, low: int, high: int) -> None:
+        """Delete the snapshots at offsets strictly between `low` and `high`."""
+        for snap_offset in [o for o in self._snapshots if low < o < high]:
             self._remove_and_delete_snapshot(snap_offset)
 
     def remove_and_mark_snapshot_for_deletion(self, offset: int) -> Path | None:

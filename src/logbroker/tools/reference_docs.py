@@ -4,7 +4,8 @@
 
 Writes `docs/reference/broker-configs.md` and `topic-configs.md` (from the config definitions),
 `cli.md` (from the click commands) and `metrics.md` (from the `/metrics` scrape of a broker it
-starts, after a fixed scenario: a topic produced to and consumed by a group). `--check` writes
+starts with the schema registry on, after a fixed scenario: a topic produced to and consumed
+by a group). `--check` writes
 nothing and exits 1 naming each page that differs from what the code gives;
 tests/tools/test_reference_docs.py does the same. (The API versions page is generated from a
 running broker by `logbroker.tools.api_versions_table`.)
@@ -50,8 +51,11 @@ def _valid(check: Callable[[object], str | None] | None) -> str:
 
 
 def broker_configs_page() -> str:
+    from logbroker.server.dynamic_config import CLUSTER_WIDE_CONFIGS, LISTENER_SECURITY_CONFIGS
     rows = [f"| {_code(d.name)} | {d.type} | {_cell(_default(d.default, d.name))} | "
-            f"{_valid(d.check)} | {_cell(d.doc)} |" for d in BROKER_CONFIGS.values()]
+            f"{_valid(d.check)} | {'cluster-wide' if d.name in CLUSTER_WIDE_CONFIGS else 'read-only'} | "
+            f"{_cell(d.doc)} |" for d in BROKER_CONFIGS.values()]
+    per_listener = ", ".join(_code(f"listener.name.<listener>.{n}") for n in sorted(LISTENER_SECURITY_CONFIGS))
     ignored = ", ".join(_code(n) for n in sorted(KAFKA_ONLY_CONFIGS))
     prefixes = ", ".join(_code(p + "…") for p in KAFKA_ONLY_PREFIXES)
     return (
@@ -60,8 +64,15 @@ def broker_configs_page() -> str:
         "names and defaults. A malformed value stops the broker's start with a message naming the "
         "key; an unknown key that is close to a known one is reported with the likely intended "
         "name.\n\n"
+        "Update mode, as in Kafka's documentation: a *cluster-wide* key may also be changed on a "
+        "running broker, for one broker or as the cluster-wide default (`logbroker configs --alter "
+        "--entity-type brokers --entity-name ID | --entity-default`, AlterConfigs or "
+        "IncrementalAlterConfigs); a *read-only* key needs a restart. Per broker only (*per-broker*): "
+        f"{per_listener}, `listener.name.<listener>.<mechanism>.sasl.jaas.config`; and "
+        "`listener.name.<listener>.max.connections` either way.\n\n"
         "## Keys logbroker honours\n\n"
-        "| Key | Type | Default | Valid values | Meaning |\n| --- | --- | --- | --- | --- |\n"
+        "| Key | Type | Default | Valid values | Update mode | Meaning |\n"
+        "| --- | --- | --- | --- | --- | --- |\n"
         + "\n".join(rows) + "\n\n"
         "## Keys accepted for compatibility only\n\n"
         "Kafka's other broker keys (KRaft, JVM, plugin and tuning settings that have no meaning "
@@ -175,7 +186,8 @@ def scrape_after_scenario(work_dir: Path) -> str:
 
     from logbroker.testing import BrokerProcess, wait_for
 
-    with BrokerProcess(work_dir, overrides={"metrics.port": "0"}) as broker:
+    with BrokerProcess(work_dir, overrides={"metrics.port": "0",
+                                            "schema.registry.listeners": "http://127.0.0.1:0"}) as broker:
         url = re.search(r"Metrics endpoint listening on (http://\S+/metrics)", broker.new_log_text())
         assert url, "the broker did not say where its metrics endpoint listens"
         producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": "producer"})

@@ -71,6 +71,7 @@ class Cluster:
         from confluent_kafka.admin import AdminClient
 
         self.bootstrap = bootstrap
+        self.properties = dict(properties)
         self.timeout_s = timeout_s
         self.admin = AdminClient(client_config(bootstrap, properties))
         self.producer = Producer(client_config(bootstrap, properties, {
@@ -209,11 +210,26 @@ class Cluster:
                               if len(p.isr) < minimum]
         replicas = Counter(b for t in topics for p in t.partitions for b in p.replicas)
         leaders = Counter(p.leader for t in topics for p in t.partitions if not p.offline)
+        sizes, why = self.log_dir_bytes()
         return ClusterHealth(brokers, metadata.cluster_id,
                              metadata.controller_id if metadata.controller_id >= 0 else None,
                              len(topics), sum(len(t.partitions) for t in topics),
                              tuple(under), tuple(offline), tuple(below_min),
-                             dict(replicas), dict(leaders))
+                             dict(replicas), dict(leaders), sizes, why)
+
+    def log_dir_bytes(self) -> tuple[dict[int, int] | None, str | None]:
+        """The bytes of the partitions in each broker's log dirs (DescribeLogDirs), or None and
+        why not (a broker without the API, a principal without DESCRIBE on the cluster)."""
+        from logbroker.client import client_security
+        from logbroker.log_dir_usage import log_dir_usage
+        try:
+            usage = log_dir_usage(self.bootstrap, client_security(self.properties))
+        except Exception as e:  # noqa: BLE001 — the overview shows why instead of the sizes
+            return None, _sentence(e)
+        sizes: dict[int, int] = {}
+        for d in usage:
+            sizes[d.broker_id] = sizes.get(d.broker_id, 0) + d.size_bytes
+        return sizes, None
 
     def create_topic(self, name: str, *, partitions: int, replication_factor: int,
                      config: Mapping[str, str]) -> None:

@@ -81,6 +81,9 @@ class ClusterHealth:
     under_min_isr: tuple[tuple[str, int], ...]
     replicas_by_broker: dict[int, int] = field(default_factory=dict)  # partition replicas held
     leaders_by_broker: dict[int, int] = field(default_factory=dict)  # partitions led
+    # Bytes of the partitions in each broker's log dirs (DescribeLogDirs); None: not available.
+    log_dir_bytes_by_broker: dict[int, int] | None = None
+    log_dirs_unavailable: str | None = None  # why, then
 
 
 @dataclass(frozen=True, slots=True)

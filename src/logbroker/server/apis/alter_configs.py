@@ -8,9 +8,9 @@ KRaft and we say INVALID_CONFIG), a null value INVALID_REQUEST. validate_only st
 checks. On a cluster the new set goes to ZooKeeper off the event loop and every broker applies it
 from its config-change watch (server/topic_admin.py).
 
-Broker resources: logbroker has no dynamic broker configs, so changing one is INVALID_REQUEST with
-Kafka's message for a read-only config ("Cannot update these configs dynamically: Set(…)") and how
-to change it; other resource types are INVALID_REQUEST.
+Broker resources ("<id>": this broker's dynamic configs, "": the cluster-wide default): the given
+set becomes the resource's whole set of dynamic configs too (server/broker_configs.py; which keys
+may change: server/dynamic_config.py). Other resource types are INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from typing import Any
 from logbroker.errors import InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from logbroker.metadata.model import TopicInfo
 from logbroker.security.acl import AclOperation
-from logbroker.server import group_configs, topic_admin
+from logbroker.server.client_metrics_configs import CLIENT_METRICS
+from logbroker.server import broker_configs, group_configs, topic_admin
 from logbroker.server.apis.describe_configs import BROKER, TOPIC
 from logbroker.server.authorization import require_config_access
 
@@ -45,8 +46,16 @@ async def handle(broker, request) -> dict:
                                     {c.name: c.value for c in resource.configs},
                                     validate_only=body.validate_only)
 
+    async def alter_broker(resource) -> None:
+        null_values = [c.name for c in resource.configs if c.value is None]
+        if null_values:
+            raise InvalidRequestError(f"Null value not supported for : {','.join(null_values)}")
+        given = {c.name: c.value for c in resource.configs}
+        await broker_configs.alter(broker, resource.resource_name, lambda _old: given, named=given,
+                                   validate_only=body.validate_only)
+
     return await alter_resources(broker, body.resources, api_name="AlterConfigs", alter_topic=alter_topic,
-                                 alter_group=lambda resource: group_configs.alter(
+                                 alter_broker=alter_broker, alter_group=lambda resource: group_configs.alter(
                                      broker, resource.resource_name, resource.configs, incremental=False,
                                      validate_only=body.validate_only),
                                  check=lambda r: require_config_access(broker, request, ALTER_CONFIGS, r))
@@ -54,10 +63,13 @@ async def handle(broker, request) -> dict:
 
 async def alter_resources(broker, resources, *, api_name: str,
                           alter_topic: Callable[[Any], Awaitable[None]],
+                          alter_broker: Callable[[Any], Awaitable[None]],
                           check: Callable[[Any], None] | None = None,
-                          alter_group: Callable[[Any], None] | None = None) -> dict:
+                          alter_group: Callable[[Any], None] | None = None,
+                          alter_client_metrics: Callable[[Any], Awaitable[None]] | None = None) -> dict:
     """The response of AlterConfigs and IncrementalAlterConfigs: each resource through `check`,
-    then `alter_topic` for a topic, refused for a broker or any other type; errors per resource."""
+    then `alter_topic`, `alter_broker`, `alter_group` or `alter_client_metrics` by its type; errors
+    per resource."""
     responses = []
     for resource in resources:
         result = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
@@ -69,8 +81,10 @@ async def alter_resources(broker, resources, *, api_name: str,
                 await alter_topic(resource)
             elif resource.resource_type == group_configs.GROUP and alter_group is not None:
                 alter_group(resource)
+            elif resource.resource_type == CLIENT_METRICS and alter_client_metrics is not None:
+                await alter_client_metrics(resource)
             elif resource.resource_type == BROKER:
-                refuse_broker_change(broker, resource.resource_name, [c.name for c in resource.configs])
+                await alter_broker(resource)
             else:
                 raise InvalidRequestError(f"{api_name} is only supported for topics and brokers, "
                                           f"but resource type is {resource.resource_type}")
@@ -108,15 +122,3 @@ async def store_topic_configs(broker, name: str, configs: dict[str, str], *,
     log.info("Updating topic %s with new configuration : %s", name,
              ",".join(f"{k}={v}" for k, v in sorted(configs.items())))
     await topic_admin.set_topic_configs(broker, name, configs)
-
-
-def refuse_broker_change(broker, resource_name: str, keys: list[str]) -> None:
-    """Broker configs are static in logbroker: say so, and how to change them."""
-    if resource_name and resource_name != str(broker.broker_id):
-        raise InvalidRequestError(f"Unexpected broker id, expected {broker.broker_id} or empty "
-                                  f"string, but received {resource_name}")
-    # As Kafka answers for a read-only broker config (every one is, here).
-    raise InvalidRequestError(
-        f"Invalid config value for resource ConfigResource(type=BROKER, name='{resource_name}'): "
-        f"Cannot update these configs dynamically: Set({', '.join(keys)}) — logbroker has no dynamic "
-        f"broker configs: set them in server.properties (or with --override) and restart the broker")

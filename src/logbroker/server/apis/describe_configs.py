@@ -5,13 +5,15 @@ entries whose source is DYNAMIC_TOPIC_CONFIG must find exactly the topic's overr
 sources and synonyms follow Kafka's ConfigHelper to the letter:
 
 - A topic config lists every key of `TOPIC_CONFIGS` with its effective value. Its synonyms are the
-  topic's override (source 1), then its broker synonyms set in server.properties (source 4), then
-  those with a Kafka default (source 5) — from the first one *named like the topic config's own
+  topic's override (source 1), then its broker synonyms set dynamically for this broker (2) or
+  as the cluster default (3), in server.properties (source 4), then those with a Kafka default (5) — from the first one *named like the topic config's own
   broker key* on, so `retention.ms` with only `log.retention.hours` set has no synonyms and
   source DEFAULT_CONFIG, exactly as Kafka answers. The entry's source is its first synonym's.
 - A broker resource named after this broker's id lists every key KafkaConfig implements, plus
-  every other key given to it (hidden when possibly sensitive), read-only: logbroker has no
-  dynamic broker configs. The empty name (the cluster-wide dynamic default) has none.
+  every other key given to it (hidden when possibly sensitive), with the same four-layer synonyms
+  (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG); a
+  key is read_only unless it can change dynamically (server/dynamic_config.py). The empty name
+  (the cluster-wide dynamic default) lists the keys set there.
 
 CreateTopics v5+ answers with the same topic entries (`topic_config_entries`).
 """
@@ -23,8 +25,12 @@ from logbroker.metadata.controller import validate_topic_name
 from logbroker.metadata.model import TopicInfo
 from logbroker.security.acl import AclOperation
 from logbroker.server.authorization import require_config_access
+from logbroker.server import client_metrics_configs
 from logbroker.server import group_configs
+from logbroker.server.broker_configs import is_per_broker
 from logbroker.server.config import BROKER_CONFIGS, LOG_CONFIG_SYNONYMS, ConfigSource
+from logbroker.server.config_defs import PASSWORD_SUFFIXES
+from logbroker.server.dynamic_config import ListenerKey, is_dynamic
 from logbroker.topic_configs import TOPIC_CONFIGS, format_value
 
 API_KEY = 32
@@ -68,6 +74,10 @@ def handle(broker, request) -> dict:
                 result["configs"] = group_configs.describe(broker, resource.resource_name, keys=keys,
                                                            include_synonyms=include_synonyms,
                                                            include_documentation=include_documentation)
+            elif resource.resource_type == client_metrics_configs.CLIENT_METRICS:
+                result["configs"] = client_metrics_configs.describe(
+                    broker.client_telemetry.configs(resource.resource_name), keys=keys,
+                    include_synonyms=include_synonyms, include_documentation=include_documentation)
             else:
                 raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
         except KafkaError as exc:
@@ -101,7 +111,7 @@ def topic_config_entries(broker, info: TopicInfo, *, keys: set[str] | None = Non
             continue
         definition = TOPIC_CONFIGS[name]
         value = values[name]
-        synonyms = topic_broker_synonyms(broker.config, name)
+        synonyms = topic_broker_synonyms(broker.dynamic_config, name)
         if name in info.configs:
             synonyms.insert(0, _synonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
         entries.append({
@@ -117,46 +127,52 @@ def topic_config_entries(broker, info: TopicInfo, *, keys: set[str] | None = Non
     return entries
 
 
-def topic_broker_synonyms(config, topic_config: str) -> list[dict]:
+def topic_broker_synonyms(dynamic, topic_config: str) -> list[dict]:
     """The broker-level synonyms of a topic config, as Kafka lists them (see the module doc)."""
     if topic_config in _NO_BROKER_SYNONYM:
         return []
     group = [name for name, _factor in LOG_CONFIG_SYNONYMS.get(topic_config, ())]
     if not group:
         return []
-    return _config_synonyms(config, group[0], group)
+    return _config_synonyms(dynamic, group[0], group)
 
 
-# ---- this broker ----------------------------------------------------------------------------
+# ---- brokers ---------------------------------------------------------------------------------
 
 def describe_broker(broker, resource_name: str, *, keys: set[str] | None, include_synonyms: bool,
                     include_documentation: bool) -> list[dict]:
+    """A broker id: every key of its effective config. "": the cluster-wide dynamic defaults only,
+    without this broker's own layer among the synonyms (Kafka's ConfigHelper)."""
+    dynamic = broker.dynamic_config
     if not resource_name:
-        return []  # the cluster-wide dynamic defaults: logbroker has none
-    try:
-        broker_id = int(resource_name)
-    except ValueError:
-        raise InvalidRequestError(f"Broker id must be an integer, but it is: {resource_name}") from None
-    if broker_id != broker.broker_id:
-        raise InvalidRequestError(f"Unexpected broker id, expected {broker.broker_id} or empty "
-                                  f"string, but received {resource_name}")
-    config = broker.config
+        values = {name: value for name, value in dynamic.default_configs.items()}
+        rows = [(name, value, name.endswith(PASSWORD_SUFFIXES)) for name, value in sorted(values.items())]
+        per_broker = False
+    else:
+        try:
+            int(resource_name)
+        except ValueError:
+            raise InvalidRequestError(f"Broker id must be an integer, but it is: {resource_name}") from None
+        is_per_broker(broker, resource_name)
+        rows = [(e.name, e.value, e.sensitive or e.name.endswith(PASSWORD_SUFFIXES)) for e in broker.config.describe()]
+        per_broker = True
     entries = []
-    for entry in config.describe():
-        if keys is not None and entry.name not in keys:
+    for name, value, sensitive in rows:
+        if keys is not None and name not in keys:
             continue
-        definition = BROKER_CONFIGS.get(entry.name)
+        listener_key = ListenerKey.parse(name)
+        definition = BROKER_CONFIGS.get(listener_key.base if listener_key else name)
         config_type = CONFIG_TYPES.get(definition.type if definition else "", UNKNOWN_CONFIG_TYPE)
-        if definition is not None:
-            synonyms = _config_synonyms(config, entry.name, _broker_synonym_group(entry.name))
-        else:  # a Kafka key logbroker does not use, as it was given
-            synonyms = [_synonym(entry.name, entry.value, ConfigSource.STATIC_BROKER_CONFIG)]
+        group = [name, listener_key.base] if listener_key else _broker_synonym_group(name)
+        synonyms = _config_synonyms(dynamic, name, group, hide=sensitive)
+        if not per_broker:
+            synonyms = [s for s in synonyms if s["source"] != ConfigSource.DYNAMIC_BROKER_CONFIG]
         entries.append({
-            "name": entry.name,
-            "value": entry.value,
-            "read_only": True,
+            "name": name,
+            "value": None if sensitive else value,
+            "read_only": not any(is_dynamic(n) for n in group),
             "config_source": synonyms[0]["source"] if synonyms else int(ConfigSource.DEFAULT_CONFIG),
-            "is_sensitive": entry.sensitive,
+            "is_sensitive": sensitive,
             "synonyms": synonyms if include_synonyms else [],
             "config_type": config_type,
             "documentation": (definition.doc if definition else None) if include_documentation else None,
@@ -177,14 +193,14 @@ def _broker_synonym_group(name: str) -> list[str]:
 
 # ---- Kafka's synonym order ------------------------------------------------------------------
 
-def _config_synonyms(config, name: str, group: list[str]) -> list[dict]:
-    """Kafka's ConfigHelper.configSynonyms without the dynamic layers (logbroker has none): the
-    keys of `group` set statically, then those with a default, in the group's order — then drop
-    everything before the first entry named `name`. The drop is why `retention.ms` does not
-    show `log.retention.hours`: Kafka only lists synonyms from the config's own key on."""
-    originals = config.originals
-    found = [_synonym(key, originals[key].strip(), ConfigSource.STATIC_BROKER_CONFIG)
-             for key in group if key in originals]
+def _config_synonyms(dynamic, name: str, group: list[str], *, hide: bool = False) -> list[dict]:
+    """Kafka's ConfigHelper.configSynonyms: the keys of `group` set in this broker's dynamic
+    layer, then in the cluster default's, then statically, then those with a default — each
+    layer in the group's order — then drop everything before the first entry named `name`. The
+    drop is why `retention.ms` does not show `log.retention.hours`: Kafka only lists synonyms from
+    the config's own key on. `hide`: a sensitive key's values are not shown."""
+    found = [_synonym(key, None if hide else layer[key].strip(), source)
+             for layer, source in dynamic.layers() for key in group if key in layer]
     for key in group:
         definition = BROKER_CONFIGS.get(key)
         if definition is not None and definition.default is not None:

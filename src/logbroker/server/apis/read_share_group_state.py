@@ -1,6 +1,8 @@
 """ReadShareGroupState (api key 84), v0: a share-partition leader reads the state the share
-coordinator keeps (inter-broker, KIP-932). A key never initialized answers state epoch -1 and
-start offset -1."""
+coordinator keeps (inter-broker, KIP-932), with its leader epoch: an older one than the
+coordinator has seen is FENCED_LEADER_EPOCH, a newer one is stored before the answer (and fences
+writes of older epochs from then on). A key never initialized answers state epoch -1 and start
+offset -1."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ UNINITIALIZED = {"state_epoch": -1, "start_offset": -1, "state_batches": []}
 
 
 async def handle(broker, request) -> dict:
-    def answer(key, _p) -> dict:
-        state = broker.share_coordinator.read_state(key)
+    async def answer(key, p) -> dict:
+        state = await broker.share_coordinator.read_for_leader(key, leader_epoch=p.leader_epoch)
         if state is None:
             return UNINITIALIZED
         return {"state_epoch": state.state_epoch, "start_offset": state.start_offset, "state_batches": [

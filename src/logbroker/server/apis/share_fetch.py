@@ -4,9 +4,13 @@ The request carries the member's share session epoch (share_partition_manager.py
 the partitions to add to the session and to forget, and piggybacked acknowledgements, which are
 applied and persisted before anything is fetched. The response lists, per partition, the whole
 batches that hold acquired records and the acquired ranges with their delivery counts; the client
-delivers exactly those offsets. Errors: a bad session epoch or an acknowledgement on the opening
-request is a top-level error; per partition, the fetch error (UNKNOWN_TOPIC_ID,
-NOT_LEADER_OR_FOLLOWER, …) and the acknowledgement error (INVALID_RECORD_STATE, …) apart.
+delivers exactly those offsets. `max_records` is a soft limit on batch boundaries (whole batches,
+no new one once it is reached) unless a v2 request asks for ShareAcquireMode RECORD_LIMIT. The
+session holds its partitions by topic id: one whose topic was deleted (perhaps created again
+under its name, with another id) is no longer read. Errors: a bad session epoch or an
+acknowledgement on the opening request is a top-level error; per partition, the fetch error
+(UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER, …) and the acknowledgement error
+(INVALID_RECORD_STATE, …) apart.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from logbroker.server.authorization import require_group
 from logbroker.types import TopicPartition
 
 API_KEY = 78
+# ShareFetch v2's ShareAcquireMode (KIP-1206); v1 is always batch-optimized.
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
 
 
 async def handle(broker, request) -> dict:
@@ -39,26 +45,33 @@ async def handle(broker, request) -> dict:
     if body.share_session_epoch != FINAL_SHARE_SESSION_EPOCH:
         for topic_id, index in requested:
             if (name := names.get(topic_id)) is not None:
-                session.partitions.add(TopicPartition(name, index))
+                session.partitions[(topic_id, index)] = TopicPartition(name, index)
         for t in body.forgotten_topics_data:
-            if (name := names.get(t.topic_id)) is not None:
-                for index in t.partitions:
-                    session.partitions.discard(TopicPartition(name, index))
+            for index in t.partitions:
+                session.partitions.pop((t.topic_id, index), None)
     ack_errors = await manager.acknowledge(body.group_id, body.member_id, acknowledgements) \
         if acknowledgements else {}
     if body.share_session_epoch == FINAL_SHARE_SESSION_EPOCH:
         manager.close_session(session)
         acquired = {}
     else:
+        # Only the session's partitions whose topic still has that id: a topic deleted (and
+        # perhaps created again under its name) is not read for a client that knows the old id.
+        current = topic_names(broker, [topic_id for topic_id, _ in session.partitions])
+        live = {tp: key for key, tp in session.partitions.items() if current[key[0]] == tp.topic}
         acquired = await manager.acquire(
-            body.group_id, body.member_id, sorted(session.partitions),
+            body.group_id, body.member_id, sorted(live),
             max_wait_ms=int(body.max_wait.total_seconds() * 1000),
-            max_bytes=body.max_bytes, max_records=max(body.max_records, 1))
+            max_bytes=body.max_bytes, max_records=max(body.max_records, 1),
+            record_limit=getattr(body, "share_acquire_mode", BATCH_OPTIMIZED) == RECORD_LIMIT)
     # Answer the partitions asked about, acknowledged, or with records or an error to report.
     wanted: dict[tuple, None] = dict.fromkeys(requested)
-    for tp in list(ack_errors) + [tp for tp, r in acquired.items() if r.acquired or r.error]:
+    for tp in ack_errors:
         if (info := broker.store.topic(tp.topic)) is not None:
             wanted[(info.topic_id, tp.partition)] = None
+    for tp, result in acquired.items():
+        if result.acquired or result.error:
+            wanted[live[tp]] = None
     topics: dict = {}
     for topic_id, index in wanted:
         name = names.get(topic_id) or _name(broker, topic_id)

@@ -1,6 +1,7 @@
 """WriteShareGroupState (api key 85), v0-1: a share-partition leader stores the state of a
 share-partition with its share coordinator (inter-broker, KIP-932), answered once the
-`__share_group_state` record is replicated. An older state epoch is FENCED_STATE_EPOCH."""
+`__share_group_state` record is replicated. An older leader epoch than the coordinator has seen
+is FENCED_LEADER_EPOCH, an older state epoch FENCED_STATE_EPOCH (-1: not given, not checked)."""
 
 from __future__ import annotations
 

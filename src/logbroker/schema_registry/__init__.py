@@ -1,0 +1,1 @@
+"""A Confluent-compatible schema registry served by the broker."""
