@@ -69,9 +69,9 @@ def test_closed_segments_go_to_the_bucket_and_a_consumer_reads_all_from_offset_z
     try:
         topic = "tiered"
         create_topic(broker.bootstrap, topic, config=TIERED)
-        produce_confluent(broker.bootstrap, topic, specs(3000), **PRODUCER)
+        produce_confluent(broker.bootstrap, topic, specs(2000), **PRODUCER)
         # The local log keeps only its tail once the copies are recorded.
-        wait_until(lambda: local_segments(broker, topic)[0] > 2500, "local segments deleted after upload")
+        wait_until(lambda: local_segments(broker, topic)[0] > 1600, "local segments deleted after upload")
         local = local_segments(broker, topic)
         segments = remote_metadata(bucket, topic)
         assert len(segments) >= 10
@@ -92,9 +92,9 @@ def test_closed_segments_go_to_the_bucket_and_a_consumer_reads_all_from_offset_z
         assert int.from_bytes(first[:8], "big") == segments[1]["start_offset"]  # Kafka's .log bytes
         assert len(first) == segments[1]["segment_size_in_bytes"]
 
-        records = consume_confluent(broker.bootstrap, topic, {0: 0}, 3000)
-        assert [r.offset for r in records] == list(range(3000))
-        assert [r.value for r in records] == [s.value for s in specs(3000)]
+        records = consume_confluent(broker.bootstrap, topic, {0: 0}, 2000)
+        assert [r.offset for r in records] == list(range(2000))
+        assert [r.value for r in records] == [s.value for s in specs(2000)]
 
         # `logbroker dump-log` reads a segment straight from the bucket.
         dumped = subprocess.run(
@@ -118,7 +118,7 @@ def test_closed_segments_go_to_the_bucket_and_a_consumer_reads_all_from_offset_z
         assert latest_tiered.offset >= earliest_local.offset - 1
         assert fetched.log_start_offset == 0
         with RawClient(broker.bootstrap) as client:  # by timestamp: in remote segments, then locally
-            for offset in (0, 5, 1234, earliest_local.offset + 7, 2999):
+            for offset in (0, 5, 1234, earliest_local.offset + 7, 1999):
                 found = client.list_offset(topic, 0, BASE_TIMESTAMP + 10 * offset - 3, version=9)
                 assert (int(found.error_code), found.offset, found.timestamp) == \
                     (0, offset, BASE_TIMESTAMP + 10 * offset)
@@ -130,7 +130,7 @@ def test_closed_segments_go_to_the_bucket_and_a_consumer_reads_all_from_offset_z
         assert metrics[prefix + "remotecopybytes_total"] == sum(m["segment_size_in_bytes"] for m in segments)
         assert metrics[prefix + "remotecopyrequests_total"] == len(segments)
         assert metrics[prefix + "remotecopyerrors_total"] == 0
-        below = sum(m["segment_size_in_bytes"] for m in segments if m["end_offset"] < 2500)
+        below = sum(m["segment_size_in_bytes"] for m in segments if m["end_offset"] < 1600)
         assert metrics[prefix + "remotefetchbytes_total"] >= below  # what the consumer read remotely
         assert metrics[prefix + "remotefetchrequests_total"] >= 1
         assert metrics[prefix + f'remotelogsizebytes{{topic="{topic}"}}'] == \
@@ -342,3 +342,35 @@ def test_a_topic_lost_with_its_broker_is_restored_from_the_bucket_and_goes_on(tm
         assert (after.offset, after.value) == (copied[0] + 1, b"after the restore")
     finally:
         fresh.stop()
+
+
+def test_turning_remote_storage_on_tiers_an_existing_topic_and_off_deletes_its_remote_data(tmp_path):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    store = tmp_path / "remote-store"
+    broker = BrokerProcess(tmp_path / "broker", overrides={
+        **TEST_OVERRIDES, "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": "local", "rsm.config.dir": str(store),
+        "remote.log.manager.task.interval.ms": "100"}).start()
+
+    def alter(**configs: str) -> None:
+        resource = ConfigResource("TOPIC", topic, incremental_configs=[
+            ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in configs.items()])
+        admin(broker.bootstrap).incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
+
+    try:
+        topic = "tiered-later"
+        create_topic(broker.bootstrap, topic, config={k: v for k, v in TIERED.items() if k != "remote.storage.enable"})
+        produce_confluent(broker.bootstrap, topic, specs(1000), **PRODUCER)
+        assert not store.exists() or not any(store.iterdir())
+        alter(remote_storage_enable="true")
+        wait_until(lambda: local_segments(broker, topic)[0] > 0, "copies once remote.storage.enable is on")
+        [directory] = [d for d in store.iterdir() if d.name.startswith(f"{topic}-0-")]
+        assert list(directory.glob("*.metadata"))
+        with pytest.raises(KafkaException, match="without deleting remote data"):
+            alter(remote_storage_enable="false")
+        alter(remote_storage_enable="false", remote_log_delete_on_disable="true")
+        wait_until(lambda: not list(directory.glob("*")), "the remote data deleted")
+    finally:
+        broker.stop()

@@ -98,6 +98,18 @@ class RemoteLogManager(RemoteLogReads):
         self.states[tp] = state
         asyncio.get_running_loop().create_task(self._run_partition(tp), name=f"remote-log {tp}")
 
+    def _configs_changed(self, tp: TopicPartition, partition) -> None:
+        """remote.storage.enable turned on (start tiering) or off: as Kafka, turning it off needs
+        remote.log.delete.on.disable, and the leader then deletes the partition's remote data."""
+        state = self.states.get(tp)
+        if state is None:
+            self.on_leadership(tp, partition)
+            return
+        self.states.pop(tp, None)
+        if state.as_leader and partition.log.config.remote_log_delete_on_disable:
+            log.info("Remote storage disabled for %s: deleting its remote data", tp)
+            asyncio.get_running_loop().create_task(self.delete_partitions([tp], partition.log.topic_id))
+
     def _lock(self, tp: TopicPartition) -> asyncio.Lock:
         return self._locks.setdefault(tp, asyncio.Lock())
 
@@ -110,6 +122,10 @@ class RemoteLogManager(RemoteLogReads):
             await asyncio.sleep(self.task_interval_ms / 1000)
 
     async def run_once(self) -> None:
+        for tp, partition in list(self.partitions.items()):  # topics whose remote.storage.enable changed
+            if (tp in self.states) != (partition.log.config.remote_storage_enable
+                                       and partition.log.topic_id is not None):
+                self._configs_changed(tp, partition)
         for tp in list(self.states):
             try:
                 await self._run_partition(tp)

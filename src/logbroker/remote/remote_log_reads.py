@@ -40,9 +40,11 @@ from logbroker.types import TopicPartition
 log = logging.getLogger("kafka.log.remote.RemoteLogManager")
 _read_log = RateLimitedLog(log, burst=5, interval_s=60.0)
 
-READ_AHEAD_BYTES = 1 << 20
+# A remote read fetches at least READ_AHEAD_BYTES (one ranged GET) and keeps the latest range of
+# CHUNK_CACHE_ENTRIES segments: a sequential replay costs 256 GETs a GB and at most 64 MiB here.
+READ_AHEAD_BYTES = 4 << 20
 INDEX_CACHE_ENTRIES = 1024
-CHUNK_CACHE_ENTRIES = 64
+CHUNK_CACHE_ENTRIES = 16
 
 
 class RemoteLogReads:

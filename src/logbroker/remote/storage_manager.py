@@ -37,6 +37,12 @@ from logbroker.remote.store_names import LOCAL, S3, store_kind
 log = logging.getLogger("kafka.log.remote.RemoteStorageManager")
 
 
+# A file is uploaded in parts of PART_BYTES, PARTS_IN_FLIGHT at a time (S3 multipart): 64 PUTs a
+# GB, and at most 64 MiB of a segment in memory while it goes.
+PART_BYTES = 16 << 20
+PARTS_IN_FLIGHT = 4
+
+
 class RemoteStorageError(KafkaStorageError):
     """The remote store failed (Kafka's RemoteStorageException): unreachable, refused, or bad data."""
 
@@ -199,7 +205,8 @@ class RemoteStorageManager:
 
     async def put(self, key: str, source: Path | bytes) -> None:
         try:
-            await obstore.put_async(self._store, key, source)
+            await obstore.put_async(self._store, key, source, chunk_size=PART_BYTES,
+                                    max_concurrency=PARTS_IN_FLIGHT)
         except Exception as exc:  # noqa: BLE001
             raise mapped_error(exc, key, writing=True) from exc
 
