@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -27,20 +26,16 @@ def s3_endpoint():
     are set for the brokers started meanwhile (they inherit the environment)."""
     from moto.server import ThreadedMotoServer
 
-    saved = {k: os.environ.get(k) for k in CREDENTIALS}
-    os.environ.update(CREDENTIALS)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in CREDENTIALS.items():
+            patch.setenv(key, value)
+        try:
+            yield f"http://{host}:{port}"
+        finally:
+            server.stop()
 
 
 @pytest.fixture

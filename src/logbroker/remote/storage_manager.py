@@ -61,7 +61,8 @@ class RemoteStorageManager:
     @classmethod
     def from_config(cls, class_name: str | None, settings: dict[str, str]) -> RemoteStorageManager:
         """The store `remote.log.storage.manager.class.name` names, set up from the `rsm.config.`
-        settings (`s3.bucket`, `s3.endpoint`, `s3.region`, `s3.prefix`; `dir`). Raises
+        settings (`s3.bucket`, `s3.endpoint`, `s3.region`, `s3.prefix`, and optionally
+        `s3.access.key.id` / `s3.secret.access.key`; `dir`). Raises
         InvalidConfigError naming the missing or bad key."""
         kind = store_kind(class_name or "")
         if kind == S3:
@@ -72,6 +73,9 @@ class RemoteStorageManager:
             config = {"region": settings.get("s3.region", "us-east-1")}
             if endpoint:
                 config["endpoint"] = endpoint
+            if settings.get("s3.access.key.id"):  # else the AWS environment variables
+                config["access_key_id"] = settings["s3.access.key.id"]
+                config["secret_access_key"] = settings.get("s3.secret.access.key", "")
             prefix = settings.get("s3.prefix", "").strip("/")
             store = S3Store(bucket, prefix=prefix or None, config=config,
                             client_options={"allow_http": bool(endpoint and endpoint.startswith("http://"))})
