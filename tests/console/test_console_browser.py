@@ -113,7 +113,9 @@ def test_overview_shows_brokers_health_and_a_throughput_chart(tab, seeded_broker
     assert page.locator("#brokers tbody tr").count() == 1
     assert "controller" in page.locator("#brokers tbody tr").inner_text()
     total = page.locator(".card:has-text('partitions') .num").inner_text()
-    assert cell_texts(page, "#brokers tbody td.n") == [total, total]  # holds and leads them all
+    partitions, leaders, log_dir_bytes = cell_texts(page, "#brokers tbody td.n")
+    assert [partitions, leaders] == [total, total]  # holds and leads them all
+    assert log_dir_bytes.endswith(("B", "KiB", "MiB", "GiB")), log_dir_bytes
     assert page.locator("#under-replicated .num").inner_text() == "0"
     assert page.locator("#offline .num").inner_text() == "0"
     page.locator("#throughput-chart canvas").wait_for()  # two samples, 1 s apart
