@@ -135,6 +135,13 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
               "bytes appended between offset index entries", at_least(0)),
     ConfigDef("leader.replication.throttled.replicas", "list", [],
               "leader.replication.throttled.replicas", "replicas throttled on the leader side"),
+    ConfigDef("local.retention.bytes", "long", -2, "log.local.retention.bytes",
+              "tiered topics: largest size of the local part of a partition before uploaded "
+              "segments are deleted locally (-2: retention.bytes; never more than it)",
+              at_least(-2)),
+    ConfigDef("local.retention.ms", "long", -2, "log.local.retention.ms",
+              "tiered topics: age after which uploaded segments are deleted locally (-2: "
+              "retention.ms; never more than it)", at_least(-2)),
     ConfigDef("max.compaction.lag.ms", "long", LONG_MAX, "log.cleaner.max.compaction.lag.ms",
               "longest a record stays uncompacted", at_least(1)),
     ConfigDef("max.message.bytes", "int", 1_048_588, "message.max.bytes",
@@ -165,6 +172,15 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
               "replicas that must acknowledge an acks=all write", at_least(1)),
     ConfigDef("preallocate", "boolean", False, "log.preallocate",
               "preallocate segment files"),
+    ConfigDef("remote.log.copy.disable", "boolean", False, None,
+              "tiered topics: stop uploading segments (those already uploaded stay readable "
+              "and expire); local.retention.* must then equal retention.*"),
+    ConfigDef("remote.log.delete.on.disable", "boolean", False, None,
+              "must be true to turn remote.storage.enable off; the topic's remote segments are "
+              "then deleted"),
+    ConfigDef("remote.storage.enable", "boolean", False, None,
+              "tier the topic: upload closed segments to the remote store (needs the broker's "
+              "remote.log.storage.system.enable; not with cleanup.policy=compact)"),
     ConfigDef("retention.bytes", "long", -1, "log.retention.bytes",
               "largest size of a partition before old segments are deleted (-1: no limit)"),
     ConfigDef("retention.ms", "long", 604_800_000, "log.retention.ms",

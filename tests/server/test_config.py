@@ -271,7 +271,7 @@ def test_unrelated_unknown_key_gets_a_warning_without_suggestion():
 
 @pytest.mark.parametrize("key", ["num.io.threads", "ssl.keystore.password", "process.roles",
                                  "listener.name.internal.ssl.keystore.password", "password.encoder.secret",
-                                 "log.local.retention.ms", "num.replica.fetchers"])
+                                 "remote.log.reader.threads", "num.replica.fetchers"])
 def test_kafka_keys_we_do_not_use_are_accepted_with_one_warning(key):
     cfg = KafkaConfig({key: "whatever, not even checked"}, log_warnings=False)
     assert cfg.warnings == (f"Kafka config {key} is not used by logbroker; ignoring it",)

@@ -29,6 +29,7 @@ COMMANDS = {
     "dev-cluster": ("logbroker.cli.dev_cluster", "dev_cluster"),
     "leader-election": ("logbroker.cli.leader_election", "leader_election"),
     "reassign-partitions": ("logbroker.cli.reassign_partitions", "reassign_partitions"),
+    "restore-topic": ("logbroker.cli.restore_topic", "restore_topic"),
     "log-dirs": ("logbroker.cli.log_dirs", "log_dirs"),
 }
 

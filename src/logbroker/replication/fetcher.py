@@ -9,6 +9,9 @@ fetch's offset as the follower's log end offset; fetched batches are appended as
 (`Log.append_as_follower`: offsets and epochs as assigned by the leader), and the follower's high
 watermark follows the leader's, capped at its own log end; its log start follows the leader's,
 and a follower below the leader's log start (OFFSET_OUT_OF_RANGE) starts its log over there.
+Fetch v14 (topics by id): a follower below the leader's local log start of a tiered partition
+(OFFSET_MOVED_TO_TIERED_STORAGE) does not copy the tiered history; it asks the leader for its
+earliest local offset (ListOffsets -4) and starts its log there, at that offset's leader epoch.
 
 A new leader or leader epoch for a partition (from the state watches) re-adds it, which means
 truncating again. Errors back off briefly and retry; leadership changes come from ZooKeeper, not
@@ -25,14 +28,15 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kio.schema.fetch.v12 import request as fetch_request
+from kio.schema.fetch.v14 import request as fetch_request
+from kio.schema.list_offsets.v8 import request as list_offsets_request
 from kio.schema.offset_for_leader_epoch.v4 import request as ofle_request
 
 from logbroker.client import PLAINTEXT, ClientSecurity, KafkaConnection
-from logbroker.errors import KafkaError, OffsetOutOfRangeError
+from logbroker.errors import KafkaError, OffsetMovedToTieredStorageError, OffsetOutOfRangeError
 from logbroker.replication.group_commit import flush_logs
 from logbroker.replication.partition import Partition
-from logbroker.storage.log import Log
+from logbroker.storage.log import EARLIEST_LOCAL_TIMESTAMP, Log
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.server.ReplicaFetcherThread")
@@ -171,10 +175,12 @@ class ReplicaFetcher:
         states = {tp: st for tp, st in self.partitions.items() if st.truncated}
         if not states:
             return
-        topics: dict[str, list] = {}
+        topics: dict = {}
+        names = {}
         for tp, st in states.items():
             log_ = st.partition.log
-            topics.setdefault(tp.topic, []).append(fetch_request.FetchPartition(
+            names[log_.topic_id] = tp.topic
+            topics.setdefault(log_.topic_id, []).append(fetch_request.FetchPartition(
                 partition=tp.partition, current_leader_epoch=st.leader_epoch,
                 fetch_offset=log_.log_end_offset, last_fetched_epoch=_or_undefined(log_.latest_epoch),
                 log_start_offset=log_.log_start_offset, partition_max_bytes=PARTITION_MAX_BYTES))
@@ -182,12 +188,12 @@ class ReplicaFetcher:
             cluster_id=None, replica_id=self.broker_id,
             max_wait=datetime.timedelta(milliseconds=FETCH_MAX_WAIT_MS), min_bytes=1,
             max_bytes=FETCH_MAX_BYTES, isolation_level=0, session_id=0, session_epoch=-1,
-            topics=tuple(fetch_request.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()),
+            topics=tuple(fetch_request.FetchTopic(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
             forgotten_topics_data=(), rack_id=""))
         backoff = False
         for topic in response.responses:
             for data in topic.partitions:
-                tp = TopicPartition(topic.topic, data.partition_index)
+                tp = TopicPartition(names.get(topic.topic_id, ""), data.partition_index)
                 st = self.partitions.get(tp)
                 if st is None or st is not states.get(tp):
                     continue  # removed or re-added (new epoch) while the fetch was out
@@ -198,6 +204,9 @@ class ReplicaFetcher:
                     # deleted by retention or DeleteRecords): start over there, as Kafka's
                     # ReplicaFetcherThread does on OFFSET_OUT_OF_RANGE.
                     log_.truncate_fully_and_start_at(leader_log_start)
+                    continue
+                if int(data.error_code) == OffsetMovedToTieredStorageError.code:
+                    await self._start_at_leader_local_start(connection, st)
                     continue
                 if int(data.error_code) != 0:
                     backoff = True
@@ -219,6 +228,28 @@ class ReplicaFetcher:
                     log_.maybe_increment_log_start_offset(leader_log_start)
         if backoff:
             await asyncio.sleep(BACKOFF_S)
+
+
+    async def _start_at_leader_local_start(self, connection: KafkaConnection, st: FetchState) -> None:
+        """Kafka's follower on OFFSET_MOVED_TO_TIERED_STORAGE: start the log at the leader's
+        earliest local offset, with the leader epoch there, instead of copying what is tiered."""
+        tp = st.partition.tp
+        response = await connection.request(list_offsets_request.ListOffsetsRequest(
+            replica_id=self.broker_id, isolation_level=0,
+            topics=(list_offsets_request.ListOffsetsTopic(name=tp.topic, partitions=(
+                list_offsets_request.ListOffsetsPartition(
+                    partition_index=tp.partition, current_leader_epoch=st.leader_epoch,
+                    timestamp=EARLIEST_LOCAL_TIMESTAMP),)),)))
+        [answer] = [p for t in response.topics for p in t.partitions]
+        if int(answer.error_code) != 0 or st is not self.partitions.get(tp):
+            return
+        log_ = st.partition.log
+        local_start = int(answer.offset)
+        log.info("%s is below the leader's local log start %d: starting there, the rest is in "
+                 "tiered storage", tp, local_start)
+        log_.truncate_fully_and_start_at(local_start)
+        if int(answer.leader_epoch) >= 0:
+            log_.maybe_assign_epoch_start_offset(int(answer.leader_epoch), local_start)
 
 
 def truncation_offset(log_, leader_epoch: int, leader_end_offset: int) -> int | None:

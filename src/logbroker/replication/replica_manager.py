@@ -30,6 +30,7 @@ from logbroker.errors import (
     KafkaStorageError,
     NotEnoughReplicasAfterAppendError,
     NotLeaderOrFollowerError,
+    OffsetMovedToTieredStorageError,
     OffsetOutOfRangeError,
     RequestTimedOutError,
     TransactionCoordinatorFencedError,
@@ -42,7 +43,13 @@ from logbroker.records.control import build_end_txn_marker_batch
 from logbroker.replication.group_commit import GroupCommit, acknowledged_end
 from logbroker.replication.partition import Partition
 from logbroker.replication.purgatory import DelayedOperation, Purgatory
-from logbroker.storage.log import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from logbroker.remote.remote_read import PendingRemoteRead
+from logbroker.storage.log import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
+)
 from logbroker.storage.log_config import LogConfig
 from logbroker.storage.log_manager import LogManager
 from logbroker.storage.values import FileRegion, TimestampAndOffset
@@ -125,6 +132,9 @@ class ReplicaManager:
         # Whether the cluster has `tp` at all (hosted here or not), from the metadata store; set
         # by the broker. Tells NOT_LEADER_OR_FOLLOWER from UNKNOWN_TOPIC_OR_PARTITION for markers.
         self.partition_exists: Callable[[TopicPartition], bool] = lambda tp: False
+        # Tiered storage (remote/remote_log_manager.py), when remote.log.storage.system.enable:
+        # fetches below a tiered partition's local log start are read from the remote store.
+        self.remote_log_manager = None
 
     # -- leadership -------------------------------------------------------------------------
     def become_leader(self, tp: TopicPartition, state: PartitionState, replicas: tuple[int, ...], *,
@@ -421,8 +431,9 @@ class ReplicaManager:
                                               min_one_message=total == 0,
                                               read_committed=read_committed, client_metadata=client_metadata)
                 results[request.tp] = result
-                if result.error is not None or result.preferred_read_replica >= 0:
-                    any_error = True  # answered at once, as Kafka (hasPreferredReadReplica too)
+                if (result.error is not None or result.preferred_read_replica >= 0
+                        or type(result.records) is PendingRemoteRead):
+                    any_error = True  # answered at once, as Kafka (hasPreferredReadReplica, remote reads too)
                 size = result.records.size if result.records else 0
                 total += size
                 limit = max(limit - size, 0)
@@ -433,7 +444,7 @@ class ReplicaManager:
                                         read_committed=read_committed, from_leader=client_metadata is None)
 
         if max_wait_ms <= 0 or min_bytes <= 0 or not partitions:
-            return read_all()[0]
+            return self._with_remote_reads(read_all()[0])
         # A consumer at the end of the log (the long poll every idle consumer sends) waits without
         # reading first when the offsets say a read would find nothing and no error: the check the
         # purgatory makes before each read again (Kafka reads first and then waits, to the same
@@ -444,7 +455,7 @@ class ReplicaManager:
                 or has_news()):
             results, total, any_error = read_all()
             if total >= min_bytes or any_error:
-                return results
+                return self._with_remote_reads(results)
 
         def try_complete() -> dict[TopicPartition, FetchResult] | None:
             if not has_news():
@@ -454,7 +465,18 @@ class ReplicaManager:
 
         op = DelayedOperation(try_complete=try_complete, on_expiration=lambda: read_all()[0],
                               keys=[p.tp for p in partitions])
-        return self.fetch_purgatory.watch(op, max_wait_ms)  # just checked (or read): no try first
+        waiting = self.fetch_purgatory.watch(op, max_wait_ms)  # just checked (or read): no try first
+        return waiting if self.remote_log_manager is None else self._remote_reads_after(waiting)
+
+    def _with_remote_reads(self, results: dict[TopicPartition, FetchResult]):
+        """The results, or an awaitable of them when some partition reads from the remote store."""
+        if self.remote_log_manager is None or not any(
+                type(r.records) is PendingRemoteRead for r in results.values()):
+            return results
+        return self.remote_log_manager.complete_reads(results)
+
+    async def _remote_reads_after(self, waiting: Awaitable[dict[TopicPartition, FetchResult]]):
+        return await self.remote_log_manager.complete_reads(await waiting)
 
     def _fetch_has_news(self, requests: list[FetchPartitionRequest], *, fetch_only_committed: bool,
                         read_committed: bool, from_leader: bool) -> bool:
@@ -538,17 +560,31 @@ class ReplicaManager:
                     partition.check_leader_epoch(request.current_leader_epoch)
                     return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
                                        partition.log.log_start_offset, preferred_read_replica=preferred)
-            info = partition.read_records(request.fetch_offset, max_bytes=max_bytes,
-                                          current_leader_epoch=request.current_leader_epoch,
-                                          fetch_only_committed=fetch_only_committed,
-                                          min_one_message=min_one_message,
-                                          read_committed=read_committed,
-                                          fetch_only_from_leader=client_metadata is None)
+            remote = self._remote_read(partition, request, max_bytes=max_bytes, min_one_message=min_one_message,
+                                       fetch_only_committed=fetch_only_committed, read_committed=read_committed)
+            if remote is not None:
+                return remote
+            try:
+                info = partition.read_records(request.fetch_offset, max_bytes=max_bytes,
+                                              current_leader_epoch=request.current_leader_epoch,
+                                              fetch_only_committed=fetch_only_committed,
+                                              min_one_message=min_one_message,
+                                              read_committed=read_committed,
+                                              fetch_only_from_leader=client_metadata is None)
+            except OffsetOutOfRangeError:
+                # Local retention may have deleted the segment since `_remote_read` looked.
+                remote = self._remote_read(partition, request, max_bytes=max_bytes,
+                                           min_one_message=min_one_message,
+                                           fetch_only_committed=fetch_only_committed,
+                                           read_committed=read_committed)
+                if remote is None:
+                    raise
+                return remote
         except KafkaError as exc:
             if partition is None or isinstance(exc, NotLeaderOrFollowerError):
                 return FetchResult(exc)
             return FetchResult(exc, partition.high_watermark, partition.last_stable_offset,
-                               partition.log.log_start_offset)
+                               self.log_start_offset(partition))
         except Exception as exc:  # noqa: BLE001
             return FetchResult(unexpected(request.tp, exc))
         # Fetch v3+: a first batch cut short by the byte limit is not sent at all; the client
@@ -558,8 +594,34 @@ class ReplicaManager:
         if aborted:
             aborted = tuple((t.producer_id, t.first_offset) for t in aborted) if region is not None else ()
         log_ = partition.log
-        return FetchResult(None, log_.high_watermark, log_.last_stable_offset, log_.log_start_offset,
+        return FetchResult(None, log_.high_watermark, log_.last_stable_offset, self.log_start_offset(partition),
                            region, aborted)
+
+    def _remote_read(self, partition: Partition, request: FetchPartitionRequest, *, max_bytes: int,
+                     min_one_message: bool, fetch_only_committed: bool,
+                     read_committed: bool) -> FetchResult | None:
+        """For an offset below the local log start of a tiered partition: a consumer's result
+        with the remote read still to do (PendingRemoteRead); OFFSET_MOVED_TO_TIERED_STORAGE for
+        a follower. None for an offset the local log has."""
+        rlm = self.remote_log_manager
+        if rlm is None or not rlm.serves(request.tp, partition.log, request.fetch_offset):
+            return None
+        if not fetch_only_committed:  # a follower rebuilds from the store instead
+            raise OffsetMovedToTieredStorageError(
+                f"Offset {request.fetch_offset} of {request.tp} is below the local log start "
+                f"offset {partition.log.log_start_offset}: it is in tiered storage")
+        partition.require_leader()
+        partition.check_leader_epoch(request.current_leader_epoch)
+        return FetchResult(None, partition.high_watermark, partition.last_stable_offset,
+                           rlm.log_start_offset(request.tp, partition.log),
+                           PendingRemoteRead(request.fetch_offset, max_bytes, min_one_message, read_committed))
+
+    def log_start_offset(self, partition: Partition) -> int:
+        """Kafka's logStartOffset: on a tiered partition the earliest offset in the remote store
+        (the log's own is then the local log start offset)."""
+        rlm = self.remote_log_manager
+        log_ = partition.log
+        return log_.log_start_offset if rlm is None else rlm.log_start_offset(partition.tp, log_)
 
     # -- offsets ----------------------------------------------------------------------------
     def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int, *,
@@ -567,21 +629,41 @@ class ReplicaManager:
                                    only_committed: bool = True,
                                    isolation_level: int = 0) -> TimestampAndOffset | None:
         """ListOffsets: -1 latest (for consumers the high watermark, or under READ_COMMITTED
-        (`isolation_level` 1) the last stable offset), -2 earliest (and -4, the earliest local,
-        the same without tiered storage), -3 the max timestamp, -5 the latest tiered (-1/-1:
-        none), else the first offset whose timestamp is at least `timestamp` below that bound."""
+        (`isolation_level` 1) the last stable offset), -2 earliest (with tiered storage the first
+        offset in the remote store), -4 the earliest local, -3 the max timestamp (of the local
+        log), -5 the last offset copied to remote storage (-1/-1: none), else the first offset
+        whose timestamp is at least `timestamp` below that bound — an awaitable of it when the
+        remote segments may hold it."""
         partition = self.leader_partition(tp)
         partition.check_leader_epoch(current_leader_epoch)
         last_fetchable = partition.last_fetchable_offset(only_committed, isolation_level == 1)
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, last_fetchable, partition.leader_epoch)
-        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # no tiered storage: the same
+        rlm = self.remote_log_manager
+        if timestamp == EARLIEST_TIMESTAMP and rlm is not None:
+            start = rlm.log_start_offset(tp, partition.log)
+            if start < partition.log.log_start_offset:
+                return TimestampAndOffset(-1, start, rlm.epoch_for_offset(tp, start))
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # -4: the local log's start
             start = partition.log.log_start_offset
             return TimestampAndOffset(-1, start, partition.log.leader_epoch_cache.epoch_for_offset(start))
+        if timestamp == LATEST_TIERED_TIMESTAMP and rlm is not None:
+            highest = rlm.highest_offset(tp)
+            return TimestampAndOffset(-1, highest, -1 if highest < 0 else rlm.epoch_for_offset(tp, highest))
+        if timestamp >= 0 and rlm is not None and rlm.may_hold_timestamp(tp, partition.log, timestamp):
+            return self._offset_for_timestamp_from_remote(partition, timestamp, last_fetchable)
         found = partition.log.fetch_offset_by_timestamp(timestamp)
         if found is None or found.offset >= last_fetchable:
             return None
         return found
+
+    async def _offset_for_timestamp_from_remote(self, partition: Partition, timestamp: int,
+                                                last_fetchable: int) -> TimestampAndOffset | None:
+        """A timestamp the remote segments may reach: search them first, then the local log."""
+        found = await self.remote_log_manager.find_offset_by_timestamp(partition.tp, partition.log, timestamp)
+        if found is None:
+            found = partition.log.fetch_offset_by_timestamp(timestamp)
+        return None if found is None or found.offset >= last_fetchable else found
 
     def delete_records(self, tp: TopicPartition, offset: int) -> int:
         """DeleteRecords: move the log start offset up to `offset` (-1: the high watermark).
@@ -594,4 +676,6 @@ class ReplicaManager:
             raise OffsetOutOfRangeError(
                 f"{tp}: cannot delete records below offset {offset}; the high watermark is {hw}")
         partition.log.maybe_increment_log_start_offset(offset)
-        return partition.log.log_start_offset
+        if self.remote_log_manager is not None:
+            self.remote_log_manager.delete_records(tp, offset)
+        return self.log_start_offset(partition)

@@ -13,6 +13,7 @@ import asyncio
 import uuid
 import logging
 import signal
+from collections.abc import Mapping
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,7 @@ from logbroker.server.connection_quotas import ConnectionQuotas
 from logbroker.server.dispatch import Dispatcher
 from logbroker.server.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
 from logbroker.server.network import KafkaServer
-from logbroker.storage.log_config import LogConfig
+from logbroker.storage.log_config import LogConfig, check_remote_storage
 from logbroker.storage.log_manager import LogManager
 from logbroker.types import TopicPartition
 
@@ -142,6 +143,16 @@ class Broker:
         info = self.store.topic(topic) if isinstance(topic, str) else topic
         return self.default_log_config.with_overrides(info.configs if info else {})
 
+    def check_topic_configs(self, name: str, configs: Mapping[str, str]) -> LogConfig:
+        """The effective config `configs` give topic `name` (new or existing), checked key by
+        key and for tiered storage together with the broker's settings (InvalidConfigError)."""
+        config = self.default_log_config.with_overrides(configs)
+        info = self.store.topic(name) if self.store is not None else None
+        previous = self.topic_log_config(info) if info is not None else None
+        check_remote_storage(config, system_enabled=self.config.remote_log_storage_system_enable,
+                             previous=previous)
+        return config
+
     def _partition_exists(self, tp: TopicPartition) -> bool:
         info = self.store.topic(tp.topic)
         return info is not None and tp.partition in info.assignment
@@ -176,6 +187,8 @@ class Broker:
         self.replica_manager = ReplicaManager(broker_id=self.broker_id, log_manager=self.log_manager,
                                               clock=self.clock)
         self.replica_manager.partition_exists = self._partition_exists
+        if self.config.remote_log_storage_system_enable:
+            self._start_remote_log_manager()
         self.replica_log_dir_mover = ReplicaLogDirMover(self)
         loop = asyncio.get_running_loop()
         self.log_manager.on_dir_failure = (
@@ -244,6 +257,31 @@ class Broker:
             if self.metrics is not None:
                 self.metrics.registry.register(self.schema_registry.metrics)
         self._start_periodic_tasks()
+
+    def _start_remote_log_manager(self) -> None:
+        """Tiered storage: the remote store the config names and the manager that copies to it,
+        expires in it and reads from it for the partitions led here (remote/)."""
+        from logbroker.remote.remote_log_manager import RemoteLogManager
+        from logbroker.remote.storage_manager import RemoteStorageManager
+        c = self.config
+        rsm = RemoteStorageManager.from_config(c.remote_log_storage_manager_class_name,
+                                               c.remote_storage_settings())
+        rlm = RemoteLogManager(rsm=rsm, broker_id=self.broker_id, clock=self.clock,
+                               partitions=self.replica_manager.partitions,
+                               task_interval_ms=c.remote_log_manager_task_interval_ms,
+                               fetch_max_wait_ms=c.remote_fetch_max_wait_ms)
+        self.replica_manager.remote_log_manager = rlm
+        self.replica_manager.leadership_listeners.append(rlm.on_leadership)
+        self._tasks.append(asyncio.get_running_loop().create_task(rlm.run(), name="remote log manager"))
+        log.info("Tiered storage on: remote store %s", rsm.description)
+
+    def delete_remote_data(self, info: TopicInfo) -> None:
+        """A deleted tiered topic's remote segments go too (in the background)."""
+        rlm = self.replica_manager.remote_log_manager
+        if rlm is None or not self.topic_log_config(info).remote_storage_enable:
+            return
+        asyncio.get_running_loop().create_task(
+            rlm.delete_partitions([TopicPartition(info.name, p) for p in info.assignment], info.topic_id))
 
     async def _load_dynamic_configs(self) -> None:
         """The stored dynamic layers (cluster default, then this broker's), before anything reads
@@ -407,6 +445,7 @@ class Broker:
     def create_topic(self, name: str, *, num_partitions: int, replication_factor: int,
                      configs: dict[str, str], assignment: dict[int, tuple[int, ...]] | None = None,
                      validate_only: bool = False) -> TopicInfo:
+        self.check_topic_configs(name, configs)
         if num_partitions == -1:
             num_partitions = self.config.num_partitions
         if replication_factor == -1:
@@ -446,9 +485,10 @@ class Broker:
 
     def topic_deleted(self, info) -> None:
         """What follows a topic's deletion here, besides its replicas (stopped by the caller):
-        the share-partition states of the topic kept here go too."""
+        the share-partition states of the topic kept here go too, and a tiered topic's remote data."""
         if self._share_groups is not None:
             self._share_groups.coordinator.on_topic_deleted(info.topic_id)
+        self.delete_remote_data(info)
 
     def create_partitions(self, name: str, count: int, *, assignment=None, validate_only: bool = False) -> None:
         """Single node (a cluster adds partitions through server/topic_admin.py)."""

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from logbroker.remote.store_names import RSM_CONFIG_PREFIX
 from logbroker.server import properties
 from logbroker.server.config_defs import (
     BROKER_CONFIGS,
@@ -178,6 +179,8 @@ class KafkaConfig:
     log_retention_minutes: int | None
     log_retention_hours: int
     log_retention_bytes: int
+    log_local_retention_ms: int
+    log_local_retention_bytes: int
     log_retention_check_interval_ms: int
     log_index_interval_bytes: int
     log_index_size_max_bytes: int
@@ -281,6 +284,11 @@ class KafkaConfig:
     transaction_remove_expired_transaction_cleanup_interval_ms: int
     transaction_partition_verification_enable: bool
     producer_id_expiration_ms: int
+    # Tiered storage
+    remote_log_storage_system_enable: bool
+    remote_log_storage_manager_class_name: str | None
+    remote_log_manager_task_interval_ms: int
+    remote_fetch_max_wait_ms: int
     # Delegation tokens and client telemetry
     delegation_token_secret_key: str | None
     delegation_token_master_key: str | None
@@ -303,8 +311,8 @@ class KafkaConfig:
                 if key in _REMOVED_BROKER_KEYS:
                     warnings.append(f"Broker configuration {key} with value {raw} is deprecated "
                                     f"and was removed in Apache Kafka 4.0; {_REMOVED_BROKER_KEYS[key]}")
-            elif _listener_key_used(key, raw):
-                pass
+            elif _listener_key_used(key, raw) or key.startswith(RSM_CONFIG_PREFIX):
+                pass  # rsm.config.*: the remote store's settings (remote/storage_manager.py)
             elif is_kafka_only(key):
                 warnings.append(f"Kafka config {key} is not used by logbroker; ignoring it")
             else:
@@ -515,6 +523,11 @@ class KafkaConfig:
     def __repr__(self) -> str:
         given = ", ".join(f"{k}={v!r}" for k, v in self.originals.items())
         return f"KafkaConfig({given})"
+
+    def remote_storage_settings(self) -> dict[str, str]:
+        """The `rsm.config.` keys, without the prefix (`s3.bucket`, `dir`, …)."""
+        return {key[len(RSM_CONFIG_PREFIX):]: value for key, value in self.originals.items()
+                if key.startswith(RSM_CONFIG_PREFIX)}
 
 
 def _listener_key_used(key: str, raw: str) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from logbroker.coordinator.assignors import assignors_from_config
 from logbroker.errors import InvalidConfigError
+from logbroker.remote.store_names import one_of_store_names
 from logbroker.replication.replica_selector import SELECTORS
 from logbroker.topic_configs import (
     INT_MAX,
@@ -366,6 +367,21 @@ _BROKER_ONLY_DEFS = (
        "samples of the controller mutation quota (its burst is quota × samples × window)", at_least(1)),
     _D("controller.quota.window.size.seconds", "int", 1,
        "time span of each controller mutation quota sample", at_least(1)),
+    # Tiered storage (KIP-405; remote/).
+    _D("remote.log.storage.system.enable", "boolean", False,
+       "run the remote log manager: topics with remote.storage.enable upload closed segments "
+       "to the remote store and read them back"),
+    _D("remote.log.storage.manager.class.name", "string", None,
+       "the remote store: s3 (settings rsm.config.s3.bucket, .endpoint, .region, .prefix; "
+       "credentials from the AWS environment variables) or local (rsm.config.dir); Kafka's "
+       "class-name form (…S3RemoteStorageManager, …LocalTieredStorage) is accepted",
+       one_of_store_names()),
+    _D("remote.log.manager.task.interval.ms", "long", 30_000,
+       "how often each led tiered partition is checked for segments to upload and remote "
+       "segments to expire", at_least(1)),
+    _D("remote.fetch.max.wait.ms", "int", 500,
+       "longest a fetch that reads from the remote store waits for it before answering "
+       "REQUEST_TIMED_OUT for that partition", at_least(1)),
 )
 
 BROKER_CONFIGS: dict[str, BrokerConfigDef] = {
@@ -403,7 +419,7 @@ group.share.record.lock.duration.ms group.share.session.timeout.ms
 initial.broker.registration.timeout.ms inter.broker.protocol.version
 kafka.metrics.polling.interval.secs kafka.metrics.reporters
 leader.replication.throttled.rate log.dir.failure.timeout.ms log.initial.task.delay.ms
-log.local.retention.bytes log.local.retention.ms log.message.format.version
+log.message.format.version
 max.connection.creation.rate max.connections max.connections.per.ip
 max.connections.per.ip.overrides max.incremental.fetch.session.cache.slots
 metadata.log.dir metadata.log.max.record.bytes.between.snapshots
@@ -417,19 +433,19 @@ password.encoder.cipher.algorithm password.encoder.iterations password.encoder.k
 password.encoder.keyfactory.algorithm password.encoder.old.secret password.encoder.secret
 principal.builder.class process.roles producer.id.expiration.check.interval.ms
 producer.purgatory.purge.interval.requests queued.max.request.bytes
-remote.fetch.max.wait.ms remote.log.index.file.cache.total.size.bytes
+remote.log.index.file.cache.total.size.bytes
 remote.log.manager.copier.thread.pool.size remote.log.manager.copy.max.bytes.per.second
 remote.log.manager.copy.quota.window.num remote.log.manager.copy.quota.window.size.seconds
 remote.log.manager.expiration.thread.pool.size remote.log.manager.fetch.max.bytes.per.second
 remote.log.manager.fetch.quota.window.num remote.log.manager.fetch.quota.window.size.seconds
-remote.log.manager.task.interval.ms remote.log.manager.task.retry.backoff.max.ms
+remote.log.manager.task.retry.backoff.max.ms
 remote.log.manager.task.retry.backoff.ms remote.log.manager.task.retry.jitter
 remote.log.manager.thread.pool.size remote.log.metadata.custom.metadata.max.bytes
 remote.log.metadata.manager.class.name remote.log.metadata.manager.class.path
 remote.log.metadata.manager.impl.prefix remote.log.metadata.manager.listener.name
 remote.log.reader.max.pending.tasks remote.log.reader.threads
-remote.log.storage.manager.class.name remote.log.storage.manager.class.path
-remote.log.storage.manager.impl.prefix remote.log.storage.system.enable
+remote.log.storage.manager.class.path
+remote.log.storage.manager.impl.prefix
 replica.selector.class
 replica.socket.receive.buffer.bytes replica.socket.timeout.ms replication.quota.window.num
 replication.quota.window.size.seconds reserved.broker.max.id sasl.client.callback.handler.class

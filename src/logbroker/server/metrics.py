@@ -76,6 +76,8 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from logbroker.coordinator.group import GroupType
 from logbroker.errors import KafkaError, MessageTooLargeError, UnknownTopicOrPartitionError
 from logbroker.protocol.apis import SUPPORTED_APIS, ApiKey
+from logbroker.protocol.responses.fetch import records_size
+from logbroker.server.remote_metrics import remote_storage_families
 
 log = logging.getLogger("kafka.metrics.PrometheusReporter")
 
@@ -246,14 +248,14 @@ class BrokerMetrics:
                     if stats is not None:
                         stats.failed_fetch_requests += 1
                 continue
-            region = result.records
-            if region is None or not region.size:
+            size = records_size(result.records)  # a file region, or bytes read from remote
+            if not size:
                 continue
             if follower:  # Kafka counts replication apart: ReplicationBytesOutPerSec
-                all_topics.replication_bytes_out += region.size
+                all_topics.replication_bytes_out += size
             else:
-                all_topics.bytes_out += region.size
-                stats.bytes_out += region.size
+                all_topics.bytes_out += size
+                stats.bytes_out += size
 
 
 class TimedHandler:
@@ -330,6 +332,7 @@ class BrokerCollector:
         yield from self._group_lag()
         yield from self._group_coordinator()
         yield from self._transaction_coordinator()
+        yield from remote_storage_families(self.broker.replica_manager.remote_log_manager, partitions)
         if self.broker.client_telemetry is not None and self.broker.client_telemetry.instances:
             from logbroker.server.client_telemetry_metrics import telemetry_families
             yield from telemetry_families(self.broker.client_telemetry)

@@ -46,6 +46,10 @@ class LogbrokerBatchReader(DataSourceReader):
                             max_records_per_partition=options.max_records_per_partition)
 
     def partitions(self) -> list[InputPartition]:
+        if self.options.path is not None and self.options.path.startswith("s3://"):
+            from logbroker.spark.offline_remote import plan_remote_segments
+
+            return [InputPartition(r) for r in plan_remote_segments(self.options)]
         if self.options.path is not None:
             from logbroker.spark.offline import plan_segments
 
@@ -53,7 +57,11 @@ class LogbrokerBatchReader(DataSourceReader):
         return [InputPartition(r) for r in self.plan_ranges()]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if self.options.path is not None:
+        if self.options.path is not None and self.options.path.startswith("s3://"):
+            from logbroker.spark.offline_remote import read_remote_segment
+
+            batches = read_remote_segment(self.options, partition.value)
+        elif self.options.path is not None:
             from logbroker.spark.offline import read_segment
 
             batches = read_segment(self.options, partition.value)

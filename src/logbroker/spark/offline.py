@@ -55,6 +55,10 @@ class SegmentRange:
     path: str
     from_offset: int
     until_offset: int
+    # Read from a tiered storage bucket (offline_remote.py): the .txnindex objects of this
+    # segment and the later ones, and the segment's end offset + 1.
+    txn_indexes: tuple[str, ...] = ()
+    segment_end: int | None = None
 
 
 def _partition_dirs(log_dir: Path) -> dict[tuple[str, int], Path]:
@@ -67,7 +71,7 @@ def _partition_dirs(log_dir: Path) -> dict[tuple[str, int], Path]:
     return found
 
 
-def _selected(options: SourceOptions, tps: list[tuple[str, int]]) -> list[tuple[str, int]]:
+def selected_partitions(options: SourceOptions, tps: list[tuple[str, int]]) -> list[tuple[str, int]]:
     sub = options.subscription
     if sub.assignment:
         return [tp for tp in tps if tp in set(sub.assignment)]
@@ -79,7 +83,7 @@ def _selected(options: SourceOptions, tps: list[tuple[str, int]]) -> list[tuple[
     return [tp for tp in tps if not tp[0].startswith("__")]
 
 
-def _bound(spec, tp: tuple[str, int], *, default: int, low: int, high: int, name: str) -> int:
+def offset_bound(spec, tp: tuple[str, int], *, default: int, low: int, high: int, name: str) -> int:
     if spec.kind == "timestamp":
         raise OptionError(f"option '{name}' by timestamp is not supported with 'path' "
                           "(offline reads take offsets only)")
@@ -109,15 +113,15 @@ def plan_segments(options: SourceOptions) -> list[SegmentRange]:
                        for tp, hw in OffsetCheckpointFile(checkpoint).read().items()}
     dirs = _partition_dirs(log_dir)
     ranges = []
-    for tp in _selected(options, sorted(dirs)):
+    for tp in selected_partitions(options, sorted(dirs)):
         hw = high_watermarks.get(tp, 0)
         bases = sorted(int(m["base"]) for name in os.listdir(dirs[tp])
                        if (m := _SEGMENT.match(name)))
         if not bases or hw <= bases[0]:
             continue
-        start = _bound(options.starting, tp, default=EARLIEST, low=bases[0], high=hw,
+        start = offset_bound(options.starting, tp, default=EARLIEST, low=bases[0], high=hw,
                        name="startingOffsets")
-        end = _bound(options.ending, tp, default=LATEST, low=bases[0], high=hw,
+        end = offset_bound(options.ending, tp, default=LATEST, low=bases[0], high=hw,
                      name="endingOffsets")
         for base, next_base in zip(bases, [*bases[1:], None]):
             lo = max(start, base)
@@ -165,14 +169,14 @@ def read_segment(options: SourceOptions, r: SegmentRange) -> Iterator[pa.RecordB
         if os.fstat(f.fileno()).st_size == 0:
             return
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            batches = _read_batches(data, r, aborted, builder, options.arrow_batch_rows)
+            batches = read_batches(data, r, aborted, builder, options.arrow_batch_rows)
             try:
                 yield from batches
             finally:
                 batches.close()  # drops its views into the mmap before the mmap closes
 
 
-def _read_batches(data, r: SegmentRange, aborted, builder: RecordBatchBuilder,
+def read_batches(data, r: SegmentRange, aborted, builder: RecordBatchBuilder,
                   batch_rows: int) -> Iterator[pa.RecordBatch]:
     for position, header in iter_batches(data):
         if header.last_offset < r.from_offset:

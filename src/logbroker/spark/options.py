@@ -69,8 +69,10 @@ class SourceOptions:
     group_id_prefix: str = "spark-kafka-source"
     # Rows per Arrow RecordBatch yielded by a read task.
     arrow_batch_rows: int = 10_000
-    # Offline backfill: a log dir to read segment files from instead of brokers.
+    # Offline backfill: a log dir to read segment files from instead of brokers, or a tiered
+    # storage bucket (s3://bucket/prefix) with its store settings (the `rsm.config.` options).
     path: str | None = None
+    remote_settings: Mapping[str, str] = field(default_factory=dict)
     # keyFormat / valueFormat: registry-framed columns decoded to structs (spark/typed/).
     typed: TypedOptions | None = None
 
@@ -255,6 +257,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         group_id_prefix=opts.get("groupidprefix", "spark-kafka-source"),
         arrow_batch_rows=_positive_int(opts, "arrowBatchRows") or 10_000,
         path=path,
+        remote_settings={k[len("rsm.config."):]: v for k, v in opts.items() if k.startswith("rsm.config.")},
         typed=_typed_source(opts, subscription),
     )
 

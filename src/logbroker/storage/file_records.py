@@ -289,7 +289,7 @@ class FileRecords:
         for _, header, data in self._scan(starting_position, True):
             if header.max_timestamp < target_timestamp:
                 continue
-            found = _first_record_at_or_after(header, data, target_timestamp, starting_offset)
+            found = first_record_at_or_after(header, data, target_timestamp, starting_offset)
             if found is not None:
                 epoch = header.partition_leader_epoch
                 return TimestampAndOffset(found[0], found[1],
@@ -345,7 +345,7 @@ class FileRecords:
         return f"FileRecords(path={str(self._path)!r}, size={self._size})"
 
 
-def _first_record_at_or_after(header: BatchHeader, data: memoryview, target_timestamp: int,
+def first_record_at_or_after(header: BatchHeader, data: memoryview, target_timestamp: int,
                               starting_offset: int) -> tuple[int, int] | None:
     """(timestamp, offset) of the first record of this batch with timestamp >= target and
     offset >= starting_offset, or None."""

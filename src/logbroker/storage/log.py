@@ -115,6 +115,9 @@ class Log(LogRetention, LogFlush):
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
         self._unflushed_snapshots: list[Path] = []
+        # Tiered logs: the last offset copied to remote storage (-1: none), set by the remote log
+        # manager; local retention deletes no segment past it.
+        self._highest_offset_in_remote = -1
         self._checkpointed_at = (-1, 0)
 
     def _snapshot_to_delete_with(self, base_offset: int) -> list[Path]:
@@ -236,6 +239,15 @@ class Log(LogRetention, LogFlush):
     def recovery_point(self) -> int:
         """Everything below it is fsynced (the LocalLog's); recovery after a crash starts there."""
         return self._local.recovery_point
+
+    @property
+    def highest_offset_in_remote_storage(self) -> int:
+        return self._highest_offset_in_remote
+
+    def update_highest_offset_in_remote_storage(self, offset: int) -> None:
+        """The remote log manager recorded a copy up to `offset` (or learnt it from the store)."""
+        with self._lock:
+            self._highest_offset_in_remote = max(self._highest_offset_in_remote, offset)
 
     @property
     def leader_epoch_cache(self) -> LeaderEpochFileCache:

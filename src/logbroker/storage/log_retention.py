@@ -35,6 +35,7 @@ from logbroker.storage.retention import (
     BreachRule,
     deletable_segments,
     log_start_offset_breached,
+    only_uploaded,
     retention_ms_breached,
     retention_size_breached,
 )
@@ -57,6 +58,7 @@ class LogRetention:
     _log_start_offset: int
     _log_end_offset: int
     _high_watermark: int
+    _highest_offset_in_remote: int
     dir: Path
     closed: bool
     size_in_bytes: int
@@ -116,18 +118,27 @@ class LogRetention:
         """Retention (rules in retention.py): with cleanup.policy=delete, the segments over
         retention.bytes and past retention.ms, and always those wholly below the log start
         offset; only below the high watermark; the active segment is rolled first when it has
-        to go too (if it is non-empty). Also removes the `.deleted` files that are due.
-        Returns the number of segments deleted. Renames and removes files: worker thread.
+        to go too (if it is non-empty). A tiered log (copying to remote storage) applies
+        local.retention.* instead, to segments already copied only. Also removes the `.deleted`
+        files that are due. Returns the number of segments deleted. Renames and removes files:
+        worker thread.
         """
         now_ms = self._clock.time_ms() if now_ms is None else now_ms
         with self._lock:
             if self.closed:
                 return 0
             deleted = self._delete_old_segments(log_start_offset_breached(self._log_start_offset))
-            if self._config.delete:
-                for rule in (retention_size_breached(self.size_in_bytes, self._config.retention_bytes),
-                             retention_ms_breached(now_ms, self._config.retention_ms)):
+            config = self._config
+            if config.delete:
+                tiered = config.remote_storage_enable and not config.remote_log_copy_disable
+                retention_bytes, retention_ms = (
+                    (config.local_retention_bytes_effective, config.local_retention_ms_effective)
+                    if tiered else (config.retention_bytes, config.retention_ms))
+                for rule in (retention_size_breached(self.size_in_bytes, retention_bytes),
+                             retention_ms_breached(now_ms, retention_ms)):
                     if rule is not None:
+                        if tiered:
+                            rule = only_uploaded(rule, self._highest_offset_in_remote)
                         deleted += self._delete_old_segments(rule)
             self._local.delete_due(now_ms)
             return deleted

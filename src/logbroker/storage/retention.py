@@ -11,6 +11,10 @@ rules, applied in this order:
 - retention.bytes: oldest first, while the log stays at or above retention.bytes without it;
 - retention.ms: the segment's largest timestamp (its file's mtime when it has none) is more
   than retention.ms old.
+
+On a tiered log (remote.storage.enable) the last two use local.retention.* and hold only for
+segments already copied to remote storage (`only_uploaded`): a local segment goes only once its
+copy is recorded; remote retention (remote/remote_log_manager.py) covers the rest.
 """
 
 from __future__ import annotations
@@ -59,6 +63,14 @@ def retention_size_breached(log_size: int, retention_bytes: int) -> BreachRule |
             return True
         return False
     return rule
+
+
+def only_uploaded(rule: BreachRule, highest_offset_in_remote: int) -> BreachRule:
+    """`rule`, for segments whose every offset is at most `highest_offset_in_remote` (checked
+    first, so a stateful rule counts only what it may delete)."""
+    return lambda segment, next_segment: (next_segment is not None
+                                          and next_segment.base_offset - 1 <= highest_offset_in_remote
+                                          and rule(segment, next_segment))
 
 
 def deletable_segments(segments: Sequence[SegmentLike], *, log_end_offset: int,

@@ -140,8 +140,10 @@ def dump_files(paths: Iterable[str | os.PathLike], options: DumpOptions = DumpOp
 
 
 def segment_base_offset(path: Path) -> int | None:
-    """The base offset in a segment file name (`00000000000000000042.log` → 42), if it has one."""
+    """The base offset in a segment file name (`00000000000000000042.log` → 42, and a remote
+    segment's `00000000000000000042-<segmentId>.log` too), if it has one."""
     stem = path.name.split(".")[0]
+    stem = stem[:20] if len(stem) > 21 and stem[20] == "-" else stem
     return int(stem) if stem.isdigit() else None
 
 

@@ -26,7 +26,6 @@ from logbroker.server.client_metrics_configs import CLIENT_METRICS
 from logbroker.server import broker_configs, group_configs, topic_admin
 from logbroker.server.apis.describe_configs import BROKER, TOPIC
 from logbroker.server.authorization import require_config_access
-from logbroker.storage.log_config import LogConfig
 
 ALTER_CONFIGS = AclOperation.ALTER_CONFIGS
 
@@ -117,7 +116,7 @@ async def store_topic_configs(broker, name: str, configs: dict[str, str], *,
                               validate_only: bool) -> None:
     """Validate `configs` together as an existing topic's whole set of overrides, then (unless
     `validate_only`) store them."""
-    LogConfig.defaults().with_overrides(configs)  # InvalidConfigError naming the key
+    broker.check_topic_configs(name, configs)  # InvalidConfigError naming the key
     if validate_only:
         return
     log.info("Updating topic %s with new configuration : %s", name,

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import inspect
 
-from logbroker.errors import TopicAuthorizationFailedError, UnknownTopicIdError
+from logbroker.errors import (
+    OffsetMovedToTieredStorageError,
+    OffsetOutOfRangeError,
+    TopicAuthorizationFailedError,
+    UnknownTopicIdError,
+)
 from logbroker.protocol.responses.fetch import (
     FetchPartitionData,
     FetchTopicData,
@@ -124,7 +129,10 @@ def _encode(request, names, results, denied):
             # and compares as its tuple.
             error, hw, lso, log_start, records, aborted, preferred = results[name, p.partition]
             if error is not None:
-                partitions.append(FetchPartitionData(p.partition, error.code, hw, lso, log_start, None, preferred))
+                code = error.code
+                if code == OffsetMovedToTieredStorageError.code and request.api_version < 14:
+                    code = OffsetOutOfRangeError.code  # before v14 a follower knows no other answer
+                partitions.append(FetchPartitionData(p.partition, code, hw, lso, log_start, None, preferred))
                 continue
             partitions.append(FetchPartitionData(p.partition, 0, hw, lso, log_start,
                                                  (aborted or ()) if committed else None, preferred, records))

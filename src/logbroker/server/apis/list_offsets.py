@@ -1,13 +1,13 @@
 """ListOffsets (api key 2), v1-10: -1 latest (the high watermark; the last stable offset under
-read_committed), -2 earliest (the log start), -3 the max timestamp (v7), else the first offset
-whose timestamp is at least the one asked for, or -1/-1 when there is none (clients.md 12).
-
-Tiered storage (KIP-405) is not implemented, and the answers are Kafka's for a topic without it:
--4 earliest local timestamp (v8) is the log start offset, like -2; -5 latest tiered timestamp
-(v9, KIP-1005) is offset -1, timestamp -1, leader epoch -1; v10's timeout_ms, for reads from
-remote storage, has nothing to wait for."""
+read_committed), -2 earliest (the log start; on a tiered topic the first offset in the remote
+store), -3 the max timestamp (v7), -4 the earliest offset on local disk (v8), -5 the last offset
+copied to remote storage (v9, KIP-1005; -1/-1/-1 without one), else the first offset whose
+timestamp is at least the one asked for, or -1/-1 when there is none (clients.md 12). A timestamp
+that remote segments may hold is looked up in the remote store, and the answer then waits for it."""
 
 from __future__ import annotations
+
+import inspect
 
 from logbroker.errors import KafkaError
 from logbroker.protocol.responses.list_offsets import (
@@ -23,11 +23,11 @@ API_KEY = 2
 
 
 def handle(broker, request):
+    """Answers at once, or later when a timestamp is searched in the remote store."""
     body = request.body
     only_committed = body.replica_id < 0
-    topics = []
+    answers = []
     for topic in body.topics:
-        partitions = []
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
             try:
@@ -37,13 +37,37 @@ def handle(broker, request):
                     only_committed=only_committed,
                     isolation_level=getattr(body, "isolation_level", 0))
             except KafkaError as exc:
-                partitions.append(ListOffsetsPartitionResult(p.partition_index, exc.code))
-                continue
-            if found is None:
-                partitions.append(ListOffsetsPartitionResult(p.partition_index))
-            else:
-                partitions.append(ListOffsetsPartitionResult(
-                    p.partition_index, 0, found.timestamp, found.offset,
-                    -1 if found.leader_epoch is None else found.leader_epoch))
-        topics.append(ListOffsetsTopicResult(topic.name, partitions))
-    return [encode_list_offsets_response(request.api_version, request.correlation_id, topics)]
+                found = exc
+            answers.append((topic.name, p.partition_index, found))
+    if any(inspect.isawaitable(found) for _, _, found in answers):
+        return _respond_later(request, answers)
+    return _respond(request, answers)
+
+
+async def _respond_later(request, answers):
+    settled = []
+    for name, partition, found in answers:
+        if inspect.isawaitable(found):
+            try:
+                found = await found
+            except KafkaError as exc:
+                found = exc
+        settled.append((name, partition, found))
+    return _respond(request, settled)
+
+
+def _respond(request, answers):
+    topics: dict[str, list] = {}
+    for name, partition, found in answers:
+        results = topics.setdefault(name, [])
+        if isinstance(found, KafkaError):
+            results.append(ListOffsetsPartitionResult(partition, found.code))
+        elif found is None:
+            results.append(ListOffsetsPartitionResult(partition))
+        else:
+            results.append(ListOffsetsPartitionResult(
+                partition, 0, found.timestamp, found.offset,
+                -1 if found.leader_epoch is None else found.leader_epoch))
+    return [encode_list_offsets_response(
+        request.api_version, request.correlation_id,
+        [ListOffsetsTopicResult(name, results) for name, results in topics.items()])]

@@ -1,0 +1,238 @@
+"""The remote store (Kafka's RemoteStorageManager): an S3 bucket or a local directory, one interface.
+
+Both stores are obstore object stores (`S3Store`, `LocalStore`) with the same keys
+(remote/metadata.py). obstore was chosen over aiobotocore because it is async at its core (the
+requests, file reads and multipart uploads run in its Rust runtime's threads, never on our event
+loop), uploads a file from its path in parallel parts without reading it into Python, does ranged
+GETs, and serves S3 and the local filesystem through one API; aiobotocore would bring aiohttp and
+botocore's request machinery for S3 alone, and a second code path for the local store.
+
+Credentials for S3 come from the usual AWS environment variables (AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION) or the instance's role. Every failure of the
+store is a RemoteStorageError (a KafkaStorageError) naming the object; a missing object is
+RemoteResourceNotFoundError.
+
+Threads: every method is a coroutine that only awaits the store; none blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import obstore
+from obstore.store import LocalStore, S3Store
+
+from logbroker.errors import InvalidConfigError, KafkaStorageError
+from logbroker.remote.metadata import (
+    COPY_SEGMENT_FINISHED,
+    DELETE_SEGMENT_STARTED,
+    METADATA,
+    RemoteLogSegmentMetadata,
+    parse_object_name,
+)
+from logbroker.remote.store_names import LOCAL, S3, store_kind
+
+log = logging.getLogger("kafka.log.remote.RemoteStorageManager")
+
+
+# A file is uploaded in parts of PART_BYTES, PARTS_IN_FLIGHT at a time (S3 multipart): 64 PUTs a
+# GB, and at most 64 MiB of a segment in memory while it goes.
+PART_BYTES = 16 << 20
+PARTS_IN_FLIGHT = 4
+
+
+class RemoteStorageError(KafkaStorageError):
+    """The remote store failed (Kafka's RemoteStorageException): unreachable, refused, or bad data."""
+
+
+class RemoteResourceNotFoundError(RemoteStorageError):
+    """An object the metadata names is not in the store (Kafka's RemoteResourceNotFoundException)."""
+
+
+class RemoteStorageManager:
+    """Copies, reads and deletes remote segments, and lists what a partition has in the store."""
+
+    def __init__(self, store, *, description: str) -> None:
+        self._store = store
+        self.description = description
+
+    @classmethod
+    def from_config(cls, class_name: str | None, settings: dict[str, str]) -> RemoteStorageManager:
+        """The store `remote.log.storage.manager.class.name` names, set up from the `rsm.config.`
+        settings (`s3.bucket`, `s3.endpoint`, `s3.region`, `s3.prefix`, and optionally
+        `s3.access.key.id` / `s3.secret.access.key`; `dir`). Raises
+        InvalidConfigError naming the missing or bad key."""
+        kind = store_kind(class_name or "")
+        if kind == S3:
+            bucket = settings.get("s3.bucket")
+            if not bucket:
+                raise InvalidConfigError("rsm.config.s3.bucket must be set for the s3 remote store")
+            endpoint = settings.get("s3.endpoint")
+            config = {"region": settings.get("s3.region", "us-east-1")}
+            if endpoint:
+                config["endpoint"] = endpoint
+            if settings.get("s3.access.key.id"):  # else the AWS environment variables
+                config["access_key_id"] = settings["s3.access.key.id"]
+                config["secret_access_key"] = settings.get("s3.secret.access.key", "")
+            prefix = settings.get("s3.prefix", "").strip("/")
+            store = S3Store(bucket, prefix=prefix or None, config=config,
+                            client_options={"allow_http": bool(endpoint and endpoint.startswith("http://"))})
+            return cls(store, description=f"s3://{bucket}/{prefix}")
+        if kind == LOCAL:
+            directory = settings.get("dir")
+            if not directory:
+                raise InvalidConfigError("rsm.config.dir must be set for the local remote store")
+            Path(directory).mkdir(parents=True, exist_ok=True)
+            return cls(LocalStore(directory), description=str(directory))
+        raise InvalidConfigError("remote.log.storage.manager.class.name must be set to s3 or local "
+                                 "when remote.log.storage.system.enable is true")
+
+    # --- segments ------------------------------------------------------------------------------
+
+    async def copy_log_segment_data(self, metadata: RemoteLogSegmentMetadata,
+                                    files: dict[str, Path | bytes]) -> None:
+        """Upload a segment's files (suffix → a path or bytes), then its metadata: that last write
+        commits the copy. A failure leaves objects that `list_partition` reports as orphans."""
+        for suffix, source in files.items():
+            await self.put(metadata.key(suffix), source)
+        await self.put(metadata.key(METADATA), metadata.with_state(COPY_SEGMENT_FINISHED).to_json())
+
+    async def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start: int, end: int) -> bytes:
+        """Bytes [start, end) of the segment's .log (fewer at its end)."""
+        key = metadata.key(".log")
+        end = min(end, metadata.segment_size_in_bytes)
+        if start >= end:
+            return b""
+        try:
+            return bytes(await obstore.get_range_async(self._store, key, start=start, end=end))
+        except Exception as exc:  # noqa: BLE001 - the one place the store's errors are mapped
+            raise mapped_error(exc, key) from exc
+
+    async def fetch_file(self, metadata: RemoteLogSegmentMetadata, suffix: str) -> bytes:
+        """One whole file of a segment (an index, the snapshot, the epochs)."""
+        return await self.get(metadata.key(suffix))
+
+    async def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
+        """DELETE_SEGMENT_STARTED, then the files, then the metadata (see metadata.py)."""
+        if metadata.state != DELETE_SEGMENT_STARTED:
+            await self.put(metadata.key(METADATA), metadata.with_state(DELETE_SEGMENT_STARTED).to_json())
+        await self.delete_keys(metadata.data_keys())
+        await self.delete_keys([metadata.key(METADATA)])
+
+    # --- listing and raw objects ------------------------------------------------------------------
+
+    async def list_partition(self, directory: str) -> tuple[list[RemoteLogSegmentMetadata], list[str]]:
+        """The segments a partition directory holds (their metadata, in start offset order, any
+        state), and the keys of objects that belong to no metadata (a crashed upload's)."""
+        by_segment: dict[str, list[str]] = {}
+        metadata_keys: dict[str, str] = {}
+        for key in await self.list_keys(directory + "/"):
+            parsed = parse_object_name(key.rsplit("/", 1)[-1])
+            if parsed is None:
+                continue
+            _, segment_id, suffix = parsed
+            by_segment.setdefault(segment_id, []).append(key)
+            if suffix == METADATA:
+                metadata_keys[segment_id] = key
+        segments, orphans = [], []
+        for segment_id, keys in by_segment.items():
+            if segment_id not in metadata_keys:
+                orphans.extend(keys)
+        fetched = await asyncio.gather(*(self.get(k) for k in metadata_keys.values()), return_exceptions=True)
+        for (segment_id, meta_key), raw in zip(metadata_keys.items(), fetched):
+            keys = by_segment[segment_id]
+            if isinstance(raw, RemoteResourceNotFoundError):
+                orphans.extend(k for k in keys if k != meta_key)
+                continue
+            if isinstance(raw, BaseException):
+                raise raw
+            try:
+                segments.append(RemoteLogSegmentMetadata.from_json(raw))
+            except (ValueError, KeyError, TypeError) as exc:
+                log.error("Unreadable remote segment metadata %s (%s); deleting the segment", meta_key, exc)
+                orphans.extend(keys)
+        segments.sort(key=lambda m: (m.start_offset, m.end_offset))
+        return segments, orphans
+
+    async def list_keys(self, prefix: str | None = None) -> list[str]:
+        """The keys below the directory `prefix` (whole path segments: `a/b` lists `a/b/…`)."""
+        try:
+            keys = []
+            async for batch in obstore.list(self._store, prefix):
+                keys.extend(item["path"] for item in batch)
+            return keys
+        except Exception as exc:  # noqa: BLE001
+            raise mapped_error(exc, prefix or "/") from exc
+
+    async def list_directories(self) -> list[str]:
+        """The top-level directories (one per partition ever tiered)."""
+        try:
+            found = await obstore.list_with_delimiter_async(self._store)
+        except Exception as exc:  # noqa: BLE001
+            raise mapped_error(exc, "/") from exc
+        return [p.rstrip("/") for p in found["common_prefixes"]]
+
+    async def exists(self, key: str) -> bool:
+        try:
+            await obstore.head_async(self._store, key)
+            return True
+        except FileNotFoundError:
+            return False
+        except Exception as exc:  # noqa: BLE001
+            raise mapped_error(exc, key) from exc
+
+    async def get(self, key: str) -> bytes:
+        try:
+            result = await obstore.get_async(self._store, key)
+            return bytes(await result.bytes_async())
+        except Exception as exc:  # noqa: BLE001
+            raise mapped_error(exc, key) from exc
+
+    async def copy(self, source: str, target: str) -> None:
+        """A copy made by the store itself (S3 CopyObject), no bytes through this process."""
+        try:
+            await obstore.copy_async(self._store, source, target)
+        except Exception as exc:  # noqa: BLE001
+            raise mapped_error(exc, source) from exc
+
+    async def delete_keys(self, keys: list[str]) -> None:
+        """Delete objects; one already gone is no error."""
+        for key in keys:
+            try:
+                await obstore.delete_async(self._store, key)
+            except FileNotFoundError:
+                pass
+            except Exception as exc:  # noqa: BLE001
+                raise mapped_error(exc, key) from exc
+
+    async def put(self, key: str, source: Path | bytes) -> None:
+        try:
+            await obstore.put_async(self._store, key, source, chunk_size=PART_BYTES,
+                                    max_concurrency=PARTS_IN_FLIGHT)
+        except Exception as exc:  # noqa: BLE001
+            raise mapped_error(exc, key, writing=True) from exc
+
+
+def mapped_error(exc: Exception, key: str, *, writing: bool = False) -> RemoteStorageError:
+    """The store's error as ours, in one line (obstore's messages carry a debug dump after it)."""
+    if isinstance(exc, FileNotFoundError):
+        if writing:  # S3 answers NoSuchBucket with 404 too
+            return RemoteStorageError(f"Cannot write {key} to the remote store: the bucket does not exist")
+        return RemoteResourceNotFoundError(f"Remote object {key} not found")
+    text = str(exc).strip()
+    for code, meaning in _S3_CODES.items():
+        if f"<Code>{code}</Code>" in text:
+            return RemoteStorageError(f"Remote store failed on {key}: {meaning} ({code})")
+    first = text.splitlines()[0][:400] if text else ""
+    return RemoteStorageError(f"Remote store failed on {key}: {type(exc).__name__}: {first}")
+
+
+# S3 error codes worth naming in the one log line (the rest show the store's first line).
+_S3_CODES = {
+    "NoSuchBucket": "the bucket does not exist",
+    "AccessDenied": "access denied",
+    "InvalidAccessKeyId": "the credentials were refused",
+    "SignatureDoesNotMatch": "the credentials were refused",
+}
