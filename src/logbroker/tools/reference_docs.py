@@ -190,14 +190,15 @@ def scrape_after_scenario(work_dir: Path) -> str:
                                             "schema.registry.listeners": "http://127.0.0.1:0"}) as broker:
         url = re.search(r"Metrics endpoint listening on (http://\S+/metrics)", broker.new_log_text())
         assert url, "the broker did not say where its metrics endpoint listens"
-        producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": "producer"})
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": "producer",
+                             "log_level": 3})
         for i in range(10):
             producer.produce("events", b"event %d" % i)
         assert producer.flush(30) == 0, "the scenario's records were not acknowledged"
         del producer  # closed now, not after the broker has stopped
         consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "readers",
                              "client.id": "consumer", "auto.offset.reset": "earliest",
-                             "enable.auto.commit": False})
+                             "enable.auto.commit": False, "log_level": 3})
         consumer.subscribe(["events"])
         seen = []
 
