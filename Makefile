@@ -24,10 +24,11 @@ run: install
 serve: install
 	$(VENV)/bin/logbroker serve
 
-# Two pytest-xdist workers, a test module per unit of work (tests/conftest.py has the order);
+# Three pytest-xdist workers (most tests wait on brokers, ZooKeeper and clients more than they
+# compute, so a third worker shortens the run on 2 cores), a test module per unit of work (tests/conftest.py has the order);
 # `pytest tests/x.py` alone runs in one process as usual.
 test: install
-	$(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder
+	$(VENV)/bin/pytest -q -n 3 --dist loadfile --no-loadscope-reorder
 
 # The long fuzz run (tests/fuzz): COUNT mutated requests from SEED against a real broker. `make test`
 # runs a bounded 3,000 cases; a failure names its case, which FUZZ_ONLY=<index> replays.

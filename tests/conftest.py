@@ -18,7 +18,7 @@ settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-# `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadfile
+# `make test` runs the suite on three pytest-xdist workers (`-n 3 --dist loadfile
 # --no-loadscope-reorder`). A module is one unit of work, so its module-scoped brokers start once,
 # on one worker, and its tests keep their order. SHARED_UNITS binds modules that must not run
 # beside each other: the two whose tests each run Spark drivers in their own JVMs (CPU-bound for

@@ -22,7 +22,7 @@ from test_cluster_share_groups import SHARE_CLUSTER, set_group_configs
 
 LIMIT = 3
 PARTITIONS = 3
-KILLS = 4
+KILLS = 3
 SEED = int(os.environ.get("SHARE_CRASH_SEED", "33"))
 CRASH_CLUSTER = {**SHARE_CLUSTER, "group.share.record.lock.duration.ms": "4000",
                  "group.share.delivery.count.limit": str(LIMIT)}
