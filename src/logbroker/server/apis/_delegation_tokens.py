@@ -38,3 +38,18 @@ async def in_store_thread(broker, work):
     if broker.zk is None:
         return work()
     return await asyncio.get_running_loop().run_in_executor(None, work)
+
+
+async def change_expiry(broker, request, change, period) -> dict:
+    """Renew or Expire: `change(hmac, principal, period_ms)` on the token store (in its thread),
+    answered with the new expiry timestamp or the error it raised."""
+    from logbroker.errors import KafkaError
+    from logbroker.server.authorization import principal
+
+    period_ms = int(period.total_seconds() * 1000)
+    try:
+        require_token_requests_allowed(request)
+        expiry = await in_store_thread(broker, lambda: change(request.body.hmac, principal(request), period_ms))
+    except KafkaError as exc:
+        return {"error_code": exc.code, "expiry_timestamp": NO_TIMESTAMP}
+    return {"error_code": 0, "expiry_timestamp": expiry}
