@@ -14,7 +14,7 @@ import asyncio
 from kio.serial.readers import tz_aware_from_i64
 from kio.static.primitive import i64
 
-from logbroker.errors import DelegationTokenRequestNotAllowedError
+from logbroker.errors import DelegationTokenRequestNotAllowedError, KafkaError
 from logbroker.security.principal import ANONYMOUS
 from logbroker.server.authorization import principal
 
@@ -43,9 +43,6 @@ async def in_store_thread(broker, work):
 async def change_expiry(broker, request, change, period) -> dict:
     """Renew or Expire: `change(hmac, principal, period_ms)` on the token store (in its thread),
     answered with the new expiry timestamp or the error it raised."""
-    from logbroker.errors import KafkaError
-    from logbroker.server.authorization import principal
-
     period_ms = int(period.total_seconds() * 1000)
     try:
         require_token_requests_allowed(request)
