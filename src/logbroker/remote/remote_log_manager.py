@@ -3,24 +3,34 @@
 For each partition this broker leads whose topic has remote.storage.enable, every
 remote.log.manager.task.interval.ms:
 
-1. load (once per leadership): list the partition's directory in the store; delete the objects of
-   crashed uploads (no COPY_SEGMENT_FINISHED metadata) and finish interrupted deletions
-   (DELETE_SEGMENT_STARTED); drop a segment wholly covered by earlier ones (a copy two leaders
-   both made); tell the log how far the copies reach.
-2. copy: each closed segment whose next segment starts at or below the last stable offset and
-   that reaches past the highest copied offset — its .log, .index, .timeindex, .txnindex (when it
-   has aborted transactions), the producer snapshot at the next segment's base offset and the
-   leader epochs up to there — under a fresh segment id; the metadata written last commits it.
-   The log's local retention (local.retention.*) may then delete the local copy.
-3. expire: remote segments wholly below the log start offset (DeleteRecords), past retention.ms,
-   or over retention.bytes counting local and remote bytes together, oldest first.
+1. reconcile (on taking leadership, then every RECONCILE_EVERY passes): list the partition's
+   directory in the store (store_survey.py) and take what it holds as the truth — adopting the
+   segments another leader committed (a deposed leader's copy that landed late), finishing
+   interrupted deletions (DELETE_SEGMENT_STARTED), deleting broken segments (a metadata whose
+   data objects are missing) and the objects of unfinished copies (no metadata) once they are
+   older than the orphan grace period (a deposed leader may still be uploading them).
+2. expire: remote segments wholly below the log start offset (DeleteRecords); outside the leader
+   epoch lineage of this leader (lineage.py: diverged copies after an unclean election, or all
+   of whose epochs precede the lineage); wholly within another segment of the lineage (a range
+   two leaders both copied); then past retention.ms, or over retention.bytes counting local and
+   remote bytes together, oldest first. Only then does the log learn how far the copies reach.
+3. copy: each closed segment whose next segment starts at or below the last stable offset and
+   that reaches past the highest copied offset (a segment straddling it is copied whole, as
+   Kafka does; the overlap is read from either) — its .log, .index, .timeindex, .txnindex (when
+   it has aborted transactions), the producer snapshot at the next segment's base offset and
+   the leader epochs up to there — under a fresh segment id; the metadata written last commits
+   it, and only if this broker still leads the partition at the leader epoch the pass started
+   in (else what it wrote is deleted). The log's local retention (local.retention.*) may then
+   delete the local copy.
 
 Reads (fetches below the local log start, timestamp lookups) are in remote_log_reads.py.
 Followers of a tiered partition only read the store's metadata, to learn how far the leader
 copied (so their local retention deletes the same segments).
 
 The log start offset of a tiered partition (Kafka's UnifiedLog.logStartOffset) is the earliest
-offset still in the store (`log_start_offset`); the log's own is the local log start offset.
+offset still in the store (`log_start_offset`); the log's own is the local log start offset. The
+leader epoch cache reaches back to the former: it is trimmed here, when that offset moves, not
+when local segments go.
 
 Threads: runs on the event loop; the store's I/O is awaited (remote/storage_manager.py), file
 deletions of local retention go to the thread executor. Each partition's work is serialised by
@@ -33,29 +43,40 @@ import asyncio
 import logging
 from collections import OrderedDict
 
-from logbroker.errors import KafkaError
+from logbroker.errors import KafkaError, NotLeaderOrFollowerError
 from logbroker.log_limits import RateLimitedLog
+from logbroker.remote.lineage import before_lineage, covers, filtered, within_lineage, wholly_within
 from logbroker.remote.metadata import (
-    DELETE_SEGMENT_STARTED,
     LEADER_EPOCH,
-    METADATA,
     OFFSET_INDEX,
     PRODUCER_SNAPSHOT,
-    RESTORING,
     SEGMENT,
     TIME_INDEX,
     TRANSACTION_INDEX,
     RemoteLogSegmentMetadata,
-    parse_object_name,
 )
 from logbroker.remote.remote_log_reads import RemoteLogReads
 from logbroker.remote.remote_partition import RemotePartitionState
 from logbroker.remote.storage_manager import RemoteResourceNotFoundError, RemoteStorageManager
+from logbroker.remote.store_survey import survey
 from logbroker.storage.checkpoints import random_kafka_uuid, uuid_to_kafka_str
 from logbroker.storage.log_segment import transaction_index_file
 from logbroker.types import TopicPartition
 
 log = logging.getLogger("kafka.log.remote.RemoteLogManager")
+
+# The leader lists its partition's directory again every RECONCILE_EVERY passes; between times it
+# trusts what it copied and deleted itself. Late commits come only from a deposed leader's
+# uploads in flight at the leader change, so a re-listing soon after taking leadership and then
+# now and then is enough: at Kafka's default interval (30 s) every 5 minutes, one LIST request
+# per 1,000 objects of the partition — a cost nobody notices, where listing on every pass would
+# be 10 times that for nothing new. Objects without metadata are deleted once older than the
+# same span (ORPHAN_GRACE_PASSES intervals): longer than an upload of a segment takes on a
+# healthy store. Deleting a slower deposed leader's upload early loses nothing: its commit
+# check fails and it deletes its objects itself, or its metadata lands without its data and
+# the next reconciliation deletes that broken segment; the new leader copies from its own log.
+RECONCILE_EVERY = 10
+ORPHAN_GRACE_PASSES = 10
 
 
 def _holds_nothing(log_) -> bool:
@@ -142,22 +163,38 @@ class RemoteLogManager(RemoteLogReads):
             try:
                 if not state.as_leader:
                     await self._follow(state, log_)
-                elif not state.loaded or (not state.segments and _holds_nothing(log_)):
-                    # An empty log keeps looking: a restored topic's segments may arrive.
-                    try:
-                        await self._load(state, log_)
-                    except KafkaError:
-                        self.copy_errors += 1  # nothing is copied while the store cannot be listed
-                        raise
-                if state.as_leader and not log_.config.remote_log_copy_disable:
-                    await self._copy(state, log_)
-                if state.as_leader:
-                    await self._expire(state, log_)
+                else:
+                    await self._lead(state, partition)
             except KafkaError as exc:
                 self._task_log.log(logging.ERROR, str(tp), "Remote log manager task failed on %s: %s "
                                    "(local segments are kept until their copy succeeds)", tp, exc)
                 return
-        await asyncio.get_running_loop().run_in_executor(None, log_.delete_old_segments)
+            log_start = self.log_start_offset(tp, log_) if state.loaded else None
+
+        def local_work() -> None:
+            log_.delete_old_segments()
+            if log_start is not None:
+                log_.trim_leader_epochs(log_start)
+
+        await asyncio.get_running_loop().run_in_executor(None, local_work)
+
+    async def _lead(self, state: RemotePartitionState, partition) -> None:
+        log_ = partition.log
+        # An empty log keeps looking: a restored topic's segments may arrive.
+        if not state.loaded or state.passes % RECONCILE_EVERY == 0 \
+                or (not state.segments and _holds_nothing(log_)):
+            try:
+                await self._load(state, log_)
+            except KafkaError:
+                self.copy_errors += 1  # nothing is copied while the store cannot be listed
+                raise
+        state.passes += 1
+        if not state.loaded:
+            return
+        await self._expire(state, log_)
+        log_.update_highest_offset_in_remote_storage(state.highest_offset)
+        if not log_.config.remote_log_copy_disable:
+            await self._copy(state, partition)
 
     async def _ensure_loaded(self, tp: TopicPartition) -> None:
         async with self._lock(tp):
@@ -171,26 +208,45 @@ class RemoteLogManager(RemoteLogReads):
                 await self._follow(state, partition.log)
 
     async def _load(self, state: RemotePartitionState, log_) -> None:
-        if await self.rsm.exists(f"{state.directory}/{RESTORING}"):
+        """Reconcile (see the module docstring); the first time also read the log start offset
+        DeleteRecords left in the store, and start an empty local log after the store's end."""
+        found = await survey(self.rsm, state.directory, {s.segment_id: s for s in state.segments})
+        if found.restoring:
             return  # `logbroker restore-topic` is still copying: its objects are no orphans
-        segments, orphans = await self.rsm.list_partition(state.directory)
-        if orphans:
-            log.info("Deleting %d object(s) of unfinished copies of %s: %s", len(orphans), state.tp,
-                     ", ".join(sorted(orphans)[:6]))
-            await self.rsm.delete_keys(orphans)
-        kept: list[RemoteLogSegmentMetadata] = []
-        for segment in segments:
-            covered = any(k.start_offset <= segment.start_offset and k.end_offset >= segment.end_offset
-                          for k in kept)
-            if segment.state == DELETE_SEGMENT_STARTED or covered:
-                await self._delete_segment(segment)
-            else:
-                kept.append(segment)
-        state.segments = kept
-        state.log_start_floor = await self._read_floor(state)
-        state.loaded = True
-        log_.update_highest_offset_in_remote_storage(state.highest_offset)
-        if kept and _holds_nothing(log_) and log_.log_end_offset <= state.highest_offset:
+        now_ms = self.clock.time_ms()
+        due = sorted(k for k, modified in found.orphans.items()
+                     if now_ms - modified >= ORPHAN_GRACE_PASSES * self.task_interval_ms)
+        if due:
+            log.info("Deleting %d object(s) of unfinished copies of %s: %s", len(due), state.tp,
+                     ", ".join(due[:6]))
+            await self.rsm.delete_keys(due + found.unreadable)
+        elif found.unreadable:
+            log.error("Deleting the objects of %s with unreadable metadata: %s", state.tp,
+                      ", ".join(found.unreadable[:6]))
+            await self.rsm.delete_keys(found.unreadable)
+        for segment, missing in found.broken:
+            log.error("Remote segment %d-%d of %s (id %s) lacks its %s object(s): deleting the broken "
+                      "segment", segment.start_offset, segment.end_offset, state.tp, segment.segment_id,
+                      ", ".join(missing))
+            await self._delete_segment(segment)
+        for segment in found.deleting:
+            await self._delete_segment(segment)
+        known = {s.segment_id for s in state.segments}
+        adopted = [s for s in found.segments if s.segment_id not in known]
+        if state.loaded and adopted:
+            log.info("Adopting %d remote segment(s) of %s that another leader committed: %s", len(adopted),
+                     state.tp, ", ".join(f"{s.start_offset}-{s.end_offset}" for s in adopted))
+        state.segments = found.segments
+        self._start_after_store(state, log_)
+        if not state.loaded:
+            state.log_start_floor = await self._read_floor(state)
+            state.loaded = True
+            log.log(logging.INFO if state.segments else logging.DEBUG, "Loaded %d remote segment(s) of %s "
+                    "up to offset %d", len(state.segments), state.tp, state.highest_offset)
+
+    @staticmethod
+    def _start_after_store(state: RemotePartitionState, log_) -> None:
+        if state.segments and _holds_nothing(log_) and log_.log_end_offset <= state.highest_offset:
             # An erased disk, or a topic restored from the store: the log goes on after the
             # store's last offset instead of writing offsets the store already has.
             start = state.highest_offset + 1
@@ -199,32 +255,27 @@ class RemoteLogManager(RemoteLogReads):
             # On the event loop, right after the check: no append can come in between (and an
             # empty log's one segment is quick to replace).
             log_.truncate_fully_and_start_at(start)
-        log.log(logging.INFO if kept else logging.DEBUG, "Loaded %d remote segment(s) of %s up to offset %d",
-                len(kept), state.tp, state.highest_offset)
 
     async def _follow(self, state: RemotePartitionState, log_) -> None:
         """A follower learns what the leader copied (Kafka's followers read it from
         __remote_log_metadata), so its local retention deletes those segments too. Reads only
-        the metadata objects it has not seen; deletes nothing in the store."""
-        known = {s.segment_id: s for s in state.segments}
-        found = []
-        for key in await self.rsm.list_keys(state.directory + "/"):
-            parsed = parse_object_name(key.rsplit("/", 1)[-1])
-            if parsed is None or parsed[2] != METADATA:
-                continue
-            segment = known.get(parsed[1])
-            if segment is None:
-                try:
-                    segment = RemoteLogSegmentMetadata.from_json(await self.rsm.get(key))
-                except (KafkaError, ValueError, KeyError, TypeError):
-                    continue  # being deleted, or not ours to judge: the leader cleans up
-            if segment.state != DELETE_SEGMENT_STARTED:
-                found.append(segment)
-        state.segments = sorted(found, key=lambda m: (m.start_offset, m.end_offset))
+        the metadata objects it has not seen, counts only segments whose objects are all there;
+        deletes nothing in the store."""
+        found = await survey(self.rsm, state.directory, {s.segment_id: s for s in state.segments})
+        state.segments = found.segments
         state.loaded = True
         log_.update_highest_offset_in_remote_storage(state.highest_offset)
 
-    async def _copy(self, state: RemotePartitionState, log_) -> None:
+    async def _copy(self, state: RemotePartitionState, partition) -> None:
+        log_ = partition.log
+        epoch = partition.leader_epoch
+
+        def still_leading() -> bool:
+            """Checked right before a copy is committed (Kafka's RLMCopyTask checks leadership
+            and the leader epoch too)."""
+            return (self.states.get(state.tp) is state and self.partitions.get(state.tp) is partition
+                    and partition.is_leader and partition.leader_epoch == epoch)
+
         segments = log_.segments
         for segment, following in zip(segments, segments[1:]):
             end_offset = following.base_offset - 1
@@ -232,9 +283,10 @@ class RemoteLogManager(RemoteLogReads):
                 continue
             if following.base_offset > log_.last_stable_offset:
                 break
-            await self._copy_segment(state, log_, segment, following.base_offset)
+            await self._copy_segment(state, log_, segment, following.base_offset, still_leading)
 
-    async def _copy_segment(self, state: RemotePartitionState, log_, segment, next_offset: int) -> None:
+    async def _copy_segment(self, state: RemotePartitionState, log_, segment, next_offset: int,
+                            still_leading) -> None:
         epochs = [e for e in log_.leader_epoch_cache.entries if e.start_offset < next_offset]
         in_segment = {}
         for i, entry in enumerate(epochs):
@@ -260,7 +312,10 @@ class RemoteLogManager(RemoteLogReads):
         if has_snapshot:
             files[PRODUCER_SNAPSHOT] = snapshot
         try:
-            await self.rsm.copy_log_segment_data(metadata, files)
+            await self.rsm.copy_log_segment_data(metadata, files, still_leading)
+        except NotLeaderOrFollowerError as exc:
+            log.info("%s (the objects it wrote are deleted)", exc)
+            raise
         except KafkaError:
             self.copy_errors += 1
             try:  # what was written is an orphan now (the next load would delete it too)
@@ -277,27 +332,56 @@ class RemoteLogManager(RemoteLogReads):
                  metadata.segment_size_in_bytes, metadata.segment_id)
 
     async def _expire(self, state: RemotePartitionState, log_) -> None:
+        for segment, reason in self._expired(state, log_):
+            await self._delete_segment(segment)
+            state.remove(segment)
+            log.info("Deleted remote segment %d-%d of %s (%s)", segment.start_offset, segment.end_offset,
+                     state.tp, reason)
+
+    def _expired(self, state: RemotePartitionState, log_) -> list[tuple[RemoteLogSegmentMetadata, str]]:
+        """The segments to delete, each with why (see the module docstring, step 2). The epoch
+        rules apply only while the leader's lineage reaches back to the log start offset
+        (lineage.covers): without that every older segment would look foreign."""
         config = log_.config
+        lineage = filtered({e.epoch: e.start_offset for e in log_.leader_epoch_cache.entries})
+        judged = covers(lineage, self.log_start_offset(state.tp, log_))
+        doomed: list[tuple[RemoteLogSegmentMetadata, str]] = []
+        valid: list[RemoteLogSegmentMetadata] = []
+        for segment in state.segments:
+            if segment.end_offset < state.log_start_floor:
+                doomed.append((segment, "below the log start offset"))
+            elif judged and before_lineage(segment, lineage):
+                doomed.append((segment, "its leader epochs precede the leader epoch lineage"))
+            elif judged and not within_lineage(segment, log_.log_end_offset, lineage):
+                doomed.append((segment, "outside the leader epoch lineage"))
+            else:
+                valid.append(segment)
+        kept: list[RemoteLogSegmentMetadata] = []
+        for segment in sorted(valid, key=lambda s: (s.start_offset, -s.end_offset)):
+            cover = next((k for k in kept if wholly_within(segment, k)), None)
+            if cover is None:
+                kept.append(segment)
+            else:
+                doomed.append((segment, f"wholly within segment {cover.start_offset}-{cover.end_offset}"))
+        kept.sort(key=lambda s: (s.start_offset, s.end_offset))
         now_ms = self.clock.time_ms()
-        doomed = [s for s in state.segments if s.end_offset < state.log_start_floor]
         if config.retention_ms >= 0:
-            for segment in state.segments:
+            for segment in kept:
                 if now_ms - segment.max_timestamp_ms <= config.retention_ms:
                     break
-                doomed.append(segment)
+                doomed.append((segment, "retention.ms"))
         if config.retention_bytes >= 0:
             local_only = sum(s.size for s in log_.segments if s.base_offset > state.highest_offset)
-            excess = state.size_in_bytes + local_only - config.retention_bytes
-            for segment in state.segments:
+            excess = sum(s.segment_size_in_bytes for s in kept) + local_only - config.retention_bytes
+            for segment in kept:
                 if excess < segment.segment_size_in_bytes:
                     break
                 excess -= segment.segment_size_in_bytes
-                doomed.append(segment)
-        for segment in {s.segment_id: s for s in doomed}.values():
-            await self._delete_segment(segment)
-            state.remove(segment)
-            log.info("Deleted remote segment %d-%d of %s", segment.start_offset, segment.end_offset,
-                     state.tp)
+                doomed.append((segment, "retention.bytes"))
+        unique: dict[str, tuple[RemoteLogSegmentMetadata, str]] = {}
+        for segment, reason in doomed:
+            unique.setdefault(segment.segment_id, (segment, reason))
+        return list(unique.values())
 
     async def _delete_segment(self, segment: RemoteLogSegmentMetadata) -> None:
         self.delete_requests += 1

@@ -22,6 +22,7 @@ class RemotePartitionState:
         self.directory = partition_dir(tp, topic_id_str)
         self.segments: list[RemoteLogSegmentMetadata] = []
         self.loaded = False
+        self.passes = 0  # of the leader's task over this partition (reconciling every few)
         self.log_start_floor = -1
         self.as_leader = True  # else this broker follows the partition and only reads the store
 

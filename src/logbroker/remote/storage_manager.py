@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import obstore
 from obstore.store import LocalStore, S3Store
 
-from logbroker.errors import InvalidConfigError, KafkaStorageError
+from logbroker.errors import InvalidConfigError, KafkaStorageError, NotLeaderOrFollowerError
 from logbroker.remote.metadata import (
     COPY_SEGMENT_FINISHED,
     DELETE_SEGMENT_STARTED,
@@ -92,11 +93,20 @@ class RemoteStorageManager:
     # --- segments ------------------------------------------------------------------------------
 
     async def copy_log_segment_data(self, metadata: RemoteLogSegmentMetadata,
-                                    files: dict[str, Path | bytes]) -> None:
+                                    files: dict[str, Path | bytes],
+                                    may_commit: Callable[[], bool] = lambda: True) -> None:
         """Upload a segment's files (suffix → a path or bytes), then its metadata: that last write
-        commits the copy. A failure leaves objects that `list_partition` reports as orphans."""
+        commits the copy. A failure leaves objects that `list_partition` reports as orphans.
+        `may_commit` is asked right before the metadata is written (is the copier still the
+        leader?); when it says no, the files written are deleted and NotLeaderOrFollowerError
+        raised."""
         for suffix, source in files.items():
             await self.put(metadata.key(suffix), source)
+        if not may_commit():
+            await self.delete_keys([metadata.key(suffix) for suffix in files])
+            raise NotLeaderOrFollowerError(
+                f"Not committing the copy of {metadata.directory} {metadata.start_offset}-"
+                f"{metadata.end_offset}: this broker no longer leads the partition at that epoch")
         await self.put(metadata.key(METADATA), metadata.with_state(COPY_SEGMENT_FINISHED).to_json())
 
     async def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start: int, end: int) -> bytes:
@@ -158,11 +168,15 @@ class RemoteStorageManager:
 
     async def list_keys(self, prefix: str | None = None) -> list[str]:
         """The keys below the directory `prefix` (whole path segments: `a/b` lists `a/b/…`)."""
+        return [key for key, _ in await self.list_objects(prefix)]
+
+    async def list_objects(self, prefix: str | None = None) -> list[tuple[str, int]]:
+        """(key, last modified in ms since the epoch) of the objects below the directory `prefix`."""
         try:
-            keys = []
+            found = []
             async for batch in obstore.list(self._store, prefix):
-                keys.extend(item["path"] for item in batch)
-            return keys
+                found.extend((item["path"], int(item["last_modified"].timestamp() * 1000)) for item in batch)
+            return found
         except Exception as exc:  # noqa: BLE001
             raise mapped_error(exc, prefix or "/") from exc
 

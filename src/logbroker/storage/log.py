@@ -544,10 +544,8 @@ class Log(LogRetention, LogFlush):
         with self._lock:
             self._check_open()
             if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-                earliest = self._epoch_cache.earliest_entry
-                epoch = (earliest.epoch if earliest is not None
-                         and earliest.start_offset <= self._log_start_offset else -1)
-                return TimestampAndOffset(NO_TIMESTAMP, self._log_start_offset, epoch)
+                epoch = self._epoch_cache.epoch_for_offset(self._log_start_offset)
+                return TimestampAndOffset(NO_TIMESTAMP, self._log_start_offset, -1 if epoch is None else epoch)
             if timestamp == LATEST_TIMESTAMP:
                 latest = self._epoch_cache.latest_epoch
                 return TimestampAndOffset(NO_TIMESTAMP, self._log_end_offset,

@@ -460,7 +460,8 @@ def load_log(directory: Path, config: LogConfig, *, clock: Clock, topic_partitio
                                had_clean_shutdown=had_clean_shutdown, epoch_cache=epoch_cache,
                                producer_id_expiration_ms=producer_id_expiration_ms)
         epoch_cache.truncate_from_end(loaded.log_end_offset)
-        epoch_cache.truncate_from_start(loaded.log_start_offset)
+        if not config.remote_storage_enable:  # a tiered log's epochs reach into the remote store
+            epoch_cache.truncate_from_start(loaded.log_start_offset)
         producer_state = ProducerStateManager(
             directory, max_producer_id_expiration_ms=producer_id_expiration_ms, clock=clock)
         producer_state.remove_stray_snapshots(s.base_offset for s in loaded.segments)

@@ -10,7 +10,9 @@ file.delete.delay.ms later).
 Invariants kept: the log start offset only moves up and never passes the high watermark (only
 segments wholly below it are deleted); the log always keeps a segment (the active one is rolled
 before it goes); moving the log start offset moves the high watermark and recovery point up with
-it and trims the leader epochs and producer state below it.
+it and trims the leader epochs and producer state below it — except that a tiered log
+(remote.storage.enable) keeps the leader epochs of what its remote segments hold when its local
+segments go: its epochs are trimmed at the earliest remote offset (`trim_leader_epochs`).
 
 Threads: every method takes the Log's lock and blocks on disk (renames, deletions): run them in
 a worker thread.
@@ -82,15 +84,27 @@ class LogRetention:
             self._delete_old_segments(log_start_offset_breached(offset))
             return True
 
-    def _update_log_start_offset(self, offset: int) -> None:
+    def _update_log_start_offset(self, offset: int, *, trim_epochs: bool = True) -> None:
         self._log_start_offset = offset
         if self._high_watermark < offset:
             self._high_watermark = offset
         if self._local.recovery_point < offset:
             self._local.update_recovery_point(offset)
-        self._epoch_cache.truncate_from_start(offset)
+        if trim_epochs:
+            self._epoch_cache.truncate_from_start(offset)
         self._producer_state.on_log_start_offset_incremented(offset)
         self._maybe_increment_first_unstable_offset()
+
+    def trim_leader_epochs(self, log_start_offset: int) -> bool:
+        """A tiered log: the partition's log start offset (the earliest offset in the remote
+        store, at most the local one) is `log_start_offset`; drop the leader epochs wholly below
+        it. True if the cache changed. Blocks on disk (fsync) when it does."""
+        with self._lock:
+            if self.closed:
+                return False
+            before = self._epoch_cache.earliest_entry
+            self._epoch_cache.truncate_from_start(min(log_start_offset, self._log_start_offset))
+            return self._epoch_cache.earliest_entry != before
 
     def replace_segments(self, cleaned: LogSegment, old_segments: list[LogSegment], *,
                          on_step: Callable[[str], None] = lambda step: None) -> bool:
@@ -161,7 +175,10 @@ class LogRetention:
             raise KafkaStorageError(f"I/O error while deleting segments of {self.dir}: {e}") from e
         first_base = self._local.segments[0].base_offset
         if first_base > self._log_start_offset:
-            self._update_log_start_offset(first_base)
+            # A tiered log keeps the leader epochs of its remote segments (Kafka truncates the
+            # cache at UnifiedLog.logStartOffset, not the local one): the remote log manager
+            # trims them when the earliest remote offset moves (trim_leader_epochs).
+            self._update_log_start_offset(first_base, trim_epochs=not self._config.remote_storage_enable)
         log.info("Deleted %d segment(s) of %s; log start offset now %d", count, self._tp,
                  self._log_start_offset)
         return count

@@ -1,0 +1,95 @@
+"""What a partition's directory in the remote store holds, sorted for reconciliation: the committed
+segments whose objects are all there, the broken ones (a metadata without its data objects), the
+deletions to finish, and the orphans (objects no metadata names) with their age.
+
+Reads the store (one listing, and a GET for each metadata object not already known); deletes
+nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from logbroker.remote.metadata import (
+    DELETE_SEGMENT_STARTED,
+    LEADER_EPOCH,
+    METADATA,
+    OFFSET_INDEX,
+    PRODUCER_SNAPSHOT,
+    RESTORING,
+    SEGMENT,
+    TIME_INDEX,
+    TRANSACTION_INDEX,
+    RemoteLogSegmentMetadata,
+    parse_object_name,
+)
+from logbroker.remote.storage_manager import RemoteResourceNotFoundError, RemoteStorageManager
+
+log = logging.getLogger("kafka.log.remote.RemoteLogManager")
+
+
+@dataclass
+class Survey:
+    """One listing of a partition directory. `segments` are in start offset order."""
+
+    restoring: bool = False
+    segments: list[RemoteLogSegmentMetadata] = field(default_factory=list)
+    broken: list[tuple[RemoteLogSegmentMetadata, list[str]]] = field(default_factory=list)
+    deleting: list[RemoteLogSegmentMetadata] = field(default_factory=list)
+    orphans: dict[str, int] = field(default_factory=dict)  # key → last modified (ms)
+    unreadable: list[str] = field(default_factory=list)  # keys of a segment whose metadata is garbage
+
+
+def missing_files(metadata: RemoteLogSegmentMetadata, suffixes: set[str]) -> list[str]:
+    """The suffixes of the files `metadata` says its segment has and the store lacks."""
+    wanted = [SEGMENT, OFFSET_INDEX, TIME_INDEX, LEADER_EPOCH]
+    if metadata.has_txn_index:
+        wanted.append(TRANSACTION_INDEX)
+    if metadata.has_producer_snapshot:
+        wanted.append(PRODUCER_SNAPSHOT)
+    return [s for s in wanted if s not in suffixes]
+
+
+async def survey(rsm: RemoteStorageManager, directory: str,
+                 known: dict[str, RemoteLogSegmentMetadata]) -> Survey:
+    """List `directory`; the metadata of segment ids in `known` is not read again. A metadata
+    object that disappears between the listing and its GET is a deletion in progress: left out."""
+    objects = dict(await rsm.list_objects(directory + "/"))
+    result = Survey(restoring=f"{directory}/{RESTORING}" in objects)
+    files: dict[str, dict[str, str]] = {}  # segment id → suffix → key
+    for key in objects:
+        parsed = parse_object_name(key.rsplit("/", 1)[-1])
+        if parsed is not None:
+            files.setdefault(parsed[1], {})[parsed[2]] = key
+    found: dict[str, RemoteLogSegmentMetadata] = {}
+    to_read: dict[str, str] = {}
+    for segment_id, by_suffix in files.items():
+        if METADATA not in by_suffix:
+            result.orphans.update({key: objects[key] for key in by_suffix.values()})
+        elif segment_id in known:
+            found[segment_id] = known[segment_id]
+        else:
+            to_read[segment_id] = by_suffix[METADATA]
+    fetched = await asyncio.gather(*(rsm.get(k) for k in to_read.values()), return_exceptions=True)
+    for (segment_id, key), raw in zip(to_read.items(), fetched):
+        if isinstance(raw, RemoteResourceNotFoundError):
+            continue
+        if isinstance(raw, BaseException):
+            raise raw
+        try:
+            found[segment_id] = RemoteLogSegmentMetadata.from_json(raw)
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("Unreadable remote segment metadata %s (%s)", key, exc)
+            result.unreadable.extend(files[segment_id].values())
+    for segment_id, metadata in found.items():
+        missing = missing_files(metadata, set(files[segment_id]))
+        if metadata.state == DELETE_SEGMENT_STARTED:
+            result.deleting.append(metadata)
+        elif missing:
+            result.broken.append((metadata, missing))
+        else:
+            result.segments.append(metadata)
+    result.segments.sort(key=lambda m: (m.start_offset, m.end_offset))
+    return result
