@@ -1,0 +1,156 @@
+"""A three-broker cluster on ZooKeeper loses the leader of a tiered partition (kill -9) while it is
+uploading a segment: the new leader goes on copying from where the old one stopped, a consumer
+from offset 0 reads every acknowledged record once, in order, and the next passes of the remote
+log manager leave no object of the cut-short upload and no segment wholly inside another."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as CkTopicPartition
+
+from logbroker.testing import ClusterProcess
+
+from clients import TIMEOUT_S, consume_confluent
+from tiered_helpers import wait_until
+
+# Segments of 1 MiB: each upload takes a few requests to moto, and the local log keeps three.
+TIERED = {"remote.storage.enable": "true", "segment.bytes": str(1 << 20),
+          "local.retention.bytes": str(3 << 20), "file.delete.delay.ms": "0"}
+VALUE_PAD = b"x" * 1000
+
+
+class BackgroundProducer:
+    """An idempotent acks=all producer writing sequence numbers until stopped; `acked` holds the
+    numbers whose delivery the cluster confirmed."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.acked: list[int] = []
+        self.failed = 0
+        self._stop = threading.Event()
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                   "linger.ms": 5, "message.timeout.ms": 60_000})
+        self._thread = threading.Thread(target=self._run, args=(topic,), daemon=True)
+        self._thread.start()
+
+    def _on_delivery(self, err, msg) -> None:
+        if err is None:
+            self.acked.append(int(msg.value()[:8]))
+        else:
+            self.failed += 1
+
+    def _run(self, topic: str) -> None:
+        sequence = 0
+        while not self._stop.is_set():
+            try:
+                self._producer.produce(topic, value=b"%08d" % sequence + VALUE_PAD, partition=0,
+                                       on_delivery=self._on_delivery)
+                sequence += 1
+            except BufferError:
+                self._producer.poll(0.05)
+            if sequence % 200 == 0:
+                self._producer.poll(0)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(TIMEOUT_S)
+        assert self._producer.flush(TIMEOUT_S) == 0
+
+
+class Store:
+    """The partition's objects in the bucket, by segment."""
+
+    def __init__(self, bucket, topic: str) -> None:
+        self.bucket = bucket
+        self.prefix = f"cluster-a/{topic}-0-"
+
+    def stems(self) -> tuple[dict[str, list[str]], set[str]]:
+        """(segment stem → its keys, the stems with a .metadata)."""
+        by_stem: dict[str, list[str]] = {}
+        for key in self.bucket.keys(self.prefix):
+            name = key.rsplit("/", 1)[1]
+            if "-" in name and "." in name:
+                by_stem.setdefault(name.split(".", 1)[0], []).append(key)
+        return by_stem, {s for s, keys in by_stem.items() if any(k.endswith(".metadata") for k in keys)}
+
+    def uncommitted(self) -> list[str]:
+        """Keys of segments whose data objects are there without their metadata."""
+        by_stem, committed = self.stems()
+        return sorted(k for s, keys in by_stem.items() if s not in committed for k in keys)
+
+    def metadata(self) -> list[dict]:
+        found = [json.loads(self.bucket.get(k)) for k in self.bucket.keys(self.prefix) if k.endswith(".metadata")]
+        return sorted(found, key=lambda m: (m["start_offset"], m["end_offset"]))
+
+
+def catch_an_upload(cluster: ClusterProcess, broker_id: int, store: Store, timeout_s: float = 20.0) -> list[str]:
+    """Freeze `broker_id` (SIGSTOP) at a moment the bucket holds objects of a segment without its
+    metadata, check they stay so while it is frozen (no request of it still in flight commits
+    them), then kill -9 it. The keys of that cut-short upload."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not store.uncommitted():
+            continue
+        cluster.pause(broker_id)
+        time.sleep(0.5)
+        caught = store.uncommitted()
+        if caught:
+            cluster.kill(broker_id)
+            return caught
+        cluster.resume(broker_id)
+    raise AssertionError(f"no upload of broker {broker_id} caught within {timeout_s} s")
+
+
+def test_a_new_leader_resumes_the_uploads_of_a_leader_killed_mid_upload(tmp_path, bucket, logbroker_zookeeper):
+    cluster = ClusterProcess(tmp_path, brokers=3,
+                             zk_connect=f"{logbroker_zookeeper.connect_string}/t-{uuid.uuid4().hex[:12]}",
+                             overrides={**bucket.broker_overrides(), "remote.log.manager.task.interval.ms": "200"})
+    with cluster:
+        topic = "tiered-failover"
+        cluster.create_topic(topic, replication_factor=3, config=TIERED)
+        store = Store(bucket, topic)
+        old_leader = cluster.leader(topic, 0)
+        producer = BackgroundProducer(cluster.bootstrap, topic)
+        try:
+            wait_until(lambda: store.metadata(), "the first copy")
+            cut_short = catch_an_upload(cluster, old_leader, store)
+            copied_by_old = max(m["end_offset"] for m in store.metadata())
+            new_leader = cluster.wait_for_leader(topic, 0, not_in={old_leader})
+            wait_until(lambda: sum(m["broker_id"] == new_leader for m in store.metadata()) >= 2,
+                       "the new leader copying", timeout_s=30)
+        finally:
+            producer.stop()
+        assert producer.acked and producer.failed == 0
+
+        # The next passes delete the cut-short upload and keep no segment inside another.
+        def settled():
+            segments = store.metadata()
+            inside = [(a["start_offset"], a["end_offset"]) for a in segments for b in segments
+                      if a is not b and b["start_offset"] <= a["start_offset"] and a["end_offset"] <= b["end_offset"]]
+            return not store.uncommitted() and not inside and segments
+
+        segments = wait_until(settled, "orphans and covered segments deleted")
+        keys = set(bucket.keys(store.prefix))
+        assert not keys & set(cut_short)
+        assert "unfinished copies" in cluster.brokers[new_leader].new_log_text()
+        assert segments[0]["start_offset"] == 0
+        for before, after in zip(segments, segments[1:]):
+            assert before["start_offset"] < after["start_offset"] <= before["end_offset"] + 1  # no gap
+        resumed = [m for m in segments if m["broker_id"] == new_leader]
+        assert min(m["start_offset"] for m in resumed) <= copied_by_old + 1
+
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "watermarks"})
+        try:
+            low, high = consumer.get_watermark_offsets(CkTopicPartition(topic, 0), timeout=TIMEOUT_S)
+        finally:
+            consumer.close()
+        assert low == 0 and high >= len(producer.acked)
+        records = consume_confluent(cluster.bootstrap, topic, {0: 0}, high)
+        assert [r.offset for r in records] == list(range(high))
+        sequence = [int(r.value[:8]) for r in records]
+        assert sequence == sorted(set(sequence))  # in order, none twice
+        assert set(producer.acked) <= set(sequence)
