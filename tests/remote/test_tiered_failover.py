@@ -5,14 +5,19 @@ log manager leave no object of the cut-short upload and no segment wholly inside
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 import uuid
 
+import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 
+from logbroker.errors import NotLeaderOrFollowerError
+from logbroker.remote.metadata import RemoteLogSegmentMetadata
+from logbroker.remote.storage_manager import RemoteStorageManager
 from logbroker.testing import ClusterProcess
 
 from clients import TIMEOUT_S, consume_confluent
@@ -154,3 +159,32 @@ def test_a_new_leader_resumes_the_uploads_of_a_leader_killed_mid_upload(tmp_path
         sequence = [int(r.value[:8]) for r in records]
         assert sequence == sorted(set(sequence))  # in order, none twice
         assert set(producer.acked) <= set(sequence)
+
+
+def test_a_deposed_copier_deletes_what_it_wrote_instead_of_committing_it(tmp_path, bucket):
+    """The commit check of a copy (RemoteStorageManager.copy_log_segment_data), against the S3
+    server: asked right before the metadata is written, a "no" leaves nothing in the bucket."""
+    settings = {k.removeprefix("rsm.config."): v for k, v in bucket.broker_overrides().items()
+                if k.startswith("rsm.config.")}
+    rsm = RemoteStorageManager.from_config("s3", settings)
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"records" * 1000)
+    metadata = RemoteLogSegmentMetadata(
+        topic="t", partition=0, topic_id="AAAAAAAAAAAAAAAAAAAAAA", segment_id="BBBBBBBBBBBBBBBBBBBBBB",
+        start_offset=0, end_offset=9, max_timestamp_ms=0, broker_id=1, event_timestamp_ms=0,
+        segment_size_in_bytes=7000)
+    files = {".log": segment, ".index": b"", ".timeindex": b"", ".leader_epoch_checkpoint": b"0\n1\n0 0\n"}
+    asked = []
+
+    def deposed() -> bool:
+        asked.append(sorted(k.rsplit(".", 1)[1] for k in bucket.keys()))  # what is there when asked
+        return False
+
+    with pytest.raises(NotLeaderOrFollowerError, match="no longer leads"):
+        asyncio.run(rsm.copy_log_segment_data(metadata, files, deposed))
+    assert asked == [["index", "leader_epoch_checkpoint", "log", "timeindex"]]
+    assert bucket.keys() == []
+
+    asyncio.run(rsm.copy_log_segment_data(metadata, files, lambda: True))
+    assert sorted(k.rsplit(".", 1)[1] for k in bucket.keys()) == [
+        "index", "leader_epoch_checkpoint", "log", "metadata", "timeindex"]

@@ -283,10 +283,12 @@ class RemoteLogManager(RemoteLogReads):
                 continue
             if following.base_offset > log_.last_stable_offset:
                 break
-            await self._copy_segment(state, log_, segment, following.base_offset, still_leading)
+            if not await self._copy_segment(state, log_, segment, following.base_offset, still_leading):
+                return
 
     async def _copy_segment(self, state: RemotePartitionState, log_, segment, next_offset: int,
-                            still_leading) -> None:
+                            still_leading) -> bool:
+        """Copy one segment; False when this broker was deposed meanwhile (nothing committed)."""
         epochs = [e for e in log_.leader_epoch_cache.entries if e.start_offset < next_offset]
         in_segment = {}
         for i, entry in enumerate(epochs):
@@ -315,7 +317,7 @@ class RemoteLogManager(RemoteLogReads):
             await self.rsm.copy_log_segment_data(metadata, files, still_leading)
         except NotLeaderOrFollowerError as exc:
             log.info("%s (the objects it wrote are deleted)", exc)
-            raise
+            return False
         except KafkaError:
             self.copy_errors += 1
             try:  # what was written is an orphan now (the next load would delete it too)
@@ -330,6 +332,7 @@ class RemoteLogManager(RemoteLogReads):
         log.info("Copied segment %d-%d of %s to the remote store (%d bytes, id %s)",
                  metadata.start_offset, metadata.end_offset, state.tp,
                  metadata.segment_size_in_bytes, metadata.segment_id)
+        return True
 
     async def _expire(self, state: RemotePartitionState, log_) -> None:
         for segment, reason in self._expired(state, log_):

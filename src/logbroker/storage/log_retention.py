@@ -95,16 +95,13 @@ class LogRetention:
         self._producer_state.on_log_start_offset_incremented(offset)
         self._maybe_increment_first_unstable_offset()
 
-    def trim_leader_epochs(self, log_start_offset: int) -> bool:
+    def trim_leader_epochs(self, log_start_offset: int) -> None:
         """A tiered log: the partition's log start offset (the earliest offset in the remote
         store, at most the local one) is `log_start_offset`; drop the leader epochs wholly below
-        it. True if the cache changed. Blocks on disk (fsync) when it does."""
+        it. Blocks on disk (fsync) when the cache changes."""
         with self._lock:
-            if self.closed:
-                return False
-            before = self._epoch_cache.earliest_entry
-            self._epoch_cache.truncate_from_start(min(log_start_offset, self._log_start_offset))
-            return self._epoch_cache.earliest_entry != before
+            if not self.closed:
+                self._epoch_cache.truncate_from_start(min(log_start_offset, self._log_start_offset))
 
     def replace_segments(self, cleaned: LogSegment, old_segments: list[LogSegment], *,
                          on_step: Callable[[str], None] = lambda step: None) -> bool:
