@@ -7,63 +7,26 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka import TopicPartition as CkTopicPartition
 
 from logbroker.errors import NotLeaderOrFollowerError
 from logbroker.remote.metadata import RemoteLogSegmentMetadata
 from logbroker.remote.storage_manager import RemoteStorageManager
 from logbroker.testing import ClusterProcess
 
-from clients import TIMEOUT_S, consume_confluent
 from tiered_helpers import wait_until
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cluster"))
+from replica_checks import SequenceProducer, committed_values  # noqa: E402
 
 # Segments of 1 MiB: each upload takes a few requests to moto, and the local log keeps three.
 TIERED = {"remote.storage.enable": "true", "segment.bytes": str(1 << 20),
           "local.retention.bytes": str(3 << 20), "file.delete.delay.ms": "0"}
-VALUE_PAD = b"x" * 1000
-
-
-class BackgroundProducer:
-    """An idempotent acks=all producer writing sequence numbers until stopped; `acked` holds the
-    numbers whose delivery the cluster confirmed."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.acked: list[int] = []
-        self.failed = 0
-        self._stop = threading.Event()
-        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                                   "linger.ms": 5, "message.timeout.ms": 60_000})
-        self._thread = threading.Thread(target=self._run, args=(topic,), daemon=True)
-        self._thread.start()
-
-    def _on_delivery(self, err, msg) -> None:
-        if err is None:
-            self.acked.append(int(msg.value()[:8]))
-        else:
-            self.failed += 1
-
-    def _run(self, topic: str) -> None:
-        sequence = 0
-        while not self._stop.is_set():
-            try:
-                self._producer.produce(topic, value=b"%08d" % sequence + VALUE_PAD, partition=0,
-                                       on_delivery=self._on_delivery)
-                sequence += 1
-            except BufferError:
-                self._producer.poll(0.05)
-            if sequence % 200 == 0:
-                self._producer.poll(0)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(TIMEOUT_S)
-        assert self._producer.flush(TIMEOUT_S) == 0
 
 
 class Store:
@@ -119,7 +82,7 @@ def test_a_new_leader_resumes_the_uploads_of_a_leader_killed_mid_upload(tmp_path
         cluster.create_topic(topic, replication_factor=3, config=TIERED)
         store = Store(bucket, topic)
         old_leader = cluster.leader(topic, 0)
-        producer = BackgroundProducer(cluster.bootstrap, topic)
+        producer = SequenceProducer(cluster, topic, idempotent=True, pace_s=0, value_bytes=1000).start()
         try:
             wait_until(lambda: store.metadata(), "the first copy")
             cut_short = catch_an_upload(cluster, old_leader, store)
@@ -129,7 +92,7 @@ def test_a_new_leader_resumes_the_uploads_of_a_leader_killed_mid_upload(tmp_path
                        "the new leader copying", timeout_s=30)
         finally:
             producer.stop()
-        assert producer.acked and producer.failed == 0
+        assert producer.acked and not producer.errors
 
         # The next passes delete the cut-short upload and keep no segment inside another.
         def settled():
@@ -148,17 +111,13 @@ def test_a_new_leader_resumes_the_uploads_of_a_leader_killed_mid_upload(tmp_path
         resumed = [m for m in segments if m["broker_id"] == new_leader]
         assert min(m["start_offset"] for m in resumed) <= copied_by_old + 1
 
-        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "watermarks"})
-        try:
-            low, high = consumer.get_watermark_offsets(CkTopicPartition(topic, 0), timeout=TIMEOUT_S)
-        finally:
-            consumer.close()
-        assert low == 0 and high >= len(producer.acked)
-        records = consume_confluent(cluster.bootstrap, topic, {0: 0}, high)
-        assert [r.offset for r in records] == list(range(high))
-        sequence = [int(r.value[:8]) for r in records]
+        local = cluster.brokers[new_leader].data_dir / f"{topic}-0"
+        wait_until(lambda: min(int(p.stem) for p in local.glob("*.log")) > 0, "the new leader's local deletion")
+        records = committed_values(cluster, topic, 0)  # the start from the bucket
+        assert [offset for offset, _ in records] == list(range(len(records)))
+        sequence = [value for _, value in records]
         assert sequence == sorted(set(sequence))  # in order, none twice
-        assert set(producer.acked) <= set(sequence)
+        assert producer.acked <= set(sequence)
 
 
 def test_a_deposed_copier_deletes_what_it_wrote_instead_of_committing_it(tmp_path, bucket):
