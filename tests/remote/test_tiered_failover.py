@@ -24,9 +24,10 @@ from tiered_helpers import wait_until
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cluster"))
 from replica_checks import SequenceProducer, committed_values  # noqa: E402
 
-# Segments of 1 MiB: each upload takes a few requests to moto, and the local log keeps three.
-TIERED = {"remote.storage.enable": "true", "segment.bytes": str(1 << 20),
-          "local.retention.bytes": str(3 << 20), "file.delete.delay.ms": "0"}
+# Segments of 256 KiB, a few a second from the producer below (about 1 MB/s): each upload is a
+# few requests to moto, and the local log keeps four segments.
+TIERED = {"remote.storage.enable": "true", "segment.bytes": str(256 << 10),
+          "local.retention.bytes": str(1 << 20), "file.delete.delay.ms": "0"}
 
 
 class Store:
@@ -82,7 +83,7 @@ def test_a_new_leader_resumes_the_uploads_of_a_leader_killed_mid_upload(tmp_path
         cluster.create_topic(topic, replication_factor=3, config=TIERED)
         store = Store(bucket, topic)
         old_leader = cluster.leader(topic, 0)
-        producer = SequenceProducer(cluster, topic, idempotent=True, pace_s=0, value_bytes=1000).start()
+        producer = SequenceProducer(cluster, topic, idempotent=True, pace_s=0.001, value_bytes=1000).start()
         try:
             wait_until(lambda: store.metadata(), "the first copy")
             cut_short = catch_an_upload(cluster, old_leader, store)
