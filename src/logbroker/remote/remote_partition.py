@@ -12,8 +12,10 @@ class RemotePartitionState:
     """The COPY_SEGMENT_FINISHED segments of a partition in start offset order, and the log start
     offset DeleteRecords set below the local log (`log_start_floor`, -1 when none).
 
-    Invariants: `segments` is sorted by start offset and no segment's range lies wholly within
-    an earlier one's; `highest_offset` is the last offset copied (-1 before any copy).
+    Invariants: `segments` is sorted by start offset and, on a leader after each pass's expiry,
+    no segment's range lies wholly within another's; `highest_offset` is the last offset copied
+    (-1 before any copy). A follower's `segments` are the committed segments whose objects are
+    all in the store.
     """
 
     def __init__(self, tp: TopicPartition, topic_id_str: str) -> None:
