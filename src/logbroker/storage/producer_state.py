@@ -441,6 +441,17 @@ class ProducerStateManager:
         self._last_snap_offset = 0
         self._map_end_offset = offset
 
+    def restore_snapshot(self, offset: int, entries: list[ProducerStateEntry]) -> None:
+        """Take `entries` (a snapshot decoded from elsewhere: the remote store) as the state at
+        `offset`, the start and end of a log that starts empty there: every other snapshot and
+        producer goes, the entries are written as `<offset>.snapshot` (fsynced) and loaded,
+        producers already expired skipped. Blocks on disk."""
+        self.truncate_fully_and_start_at(offset)
+        path = self.snapshot_path(offset)
+        write_snapshot(path, entries, sync=True)
+        self._snapshots[offset] = path
+        self._load_from_snapshot(offset)
+
     def _clear(self) -> None:
         self._producers.clear()
         self._ongoing_txns.clear()
