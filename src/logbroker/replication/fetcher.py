@@ -38,7 +38,12 @@ from kio.schema.list_offsets.v8 import request as list_offsets_request
 from kio.schema.offset_for_leader_epoch.v4 import request as ofle_request
 
 from logbroker.client import PLAINTEXT, ClientSecurity, KafkaConnection
-from logbroker.errors import KafkaError, OffsetMovedToTieredStorageError, OffsetOutOfRangeError
+from logbroker.errors import (
+    KafkaError,
+    KafkaStorageError,
+    OffsetMovedToTieredStorageError,
+    OffsetOutOfRangeError,
+)
 from logbroker.log_limits import RateLimitedLog
 from logbroker.remote.aux_state import RemoteLogAuxStateError, read_aux_state, target_epoch
 from logbroker.replication.group_commit import flush_logs
@@ -249,7 +254,6 @@ class ReplicaFetcher:
         if backoff:
             await asyncio.sleep(BACKOFF_S)
 
-
     async def _start_from_tiered_storage(self, connection: KafkaConnection, st: FetchState) -> None:
         """Kafka's follower on OFFSET_MOVED_TO_TIERED_STORAGE: start the log after the remote
         segment holding the offset before the leader's earliest local one, with the leader
@@ -258,7 +262,7 @@ class ReplicaFetcher:
         tp = st.partition.tp
         try:
             await self._build_remote_log_aux_state(connection, st)
-        except KafkaError as exc:
+        except KafkaStorageError as exc:  # the store's (RemoteStorageError) or the local disk's
             st.delayed_until = time.monotonic() + AUX_STATE_BACKOFF_S
             self._aux_state_log.log(
                 logging.WARNING, str(tp), "Cannot start %s from the leader's local log start: its "
