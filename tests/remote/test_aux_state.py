@@ -3,17 +3,22 @@ started from its leader epochs and producer snapshot."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from logbroker.clock import ManualClock
 from logbroker.errors import OutOfOrderSequenceNumberError
 from logbroker.records.builder import build_batch
-from logbroker.remote.aux_state import segment_for, target_epoch
-from logbroker.remote.metadata import RemoteLogSegmentMetadata
+from logbroker.remote.aux_state import RemoteLogAuxStateError, read_aux_state, segment_for, target_epoch
+from logbroker.remote.metadata import LEADER_EPOCH, PRODUCER_SNAPSHOT, RemoteLogSegmentMetadata
+from logbroker.remote.storage_manager import RemoteStorageManager
 from logbroker.storage.leader_epoch_cache import EpochEntry, decode_leader_epoch_checkpoint
 from logbroker.storage.log import Log
 from logbroker.storage.log_config import LogConfig
+from logbroker.storage.producer_snapshot import encode_snapshot
 from logbroker.storage.producer_state_entry import BatchMetadata, ProducerStateEntry
+from logbroker.types import TopicPartition
 
 NOW = 1_700_000_000_000
 
@@ -22,7 +27,10 @@ def segment(start: int, end: int, epochs: dict[int, int], *, copied_at: int = 0)
     return RemoteLogSegmentMetadata(
         topic="t", partition=0, topic_id="A" * 22, segment_id=f"s{start}-{copied_at}", start_offset=start,
         end_offset=end, max_timestamp_ms=NOW, broker_id=1, event_timestamp_ms=copied_at,
-        segment_size_in_bytes=100, segment_leader_epochs=epochs)
+        segment_size_in_bytes=100, segment_leader_epochs=epochs, has_producer_snapshot=True)
+
+
+PRODUCER = ProducerStateEntry(7, producer_epoch=0, last_timestamp=NOW, batch_metadata=[BatchMetadata(9, 4019, 4, NOW)])
 
 
 def test_the_target_epoch_is_the_previous_one_when_it_ends_after_the_offset_before_the_local_start():
@@ -59,10 +67,8 @@ def test_the_remote_leader_epoch_checkpoint_is_decoded_and_bad_text_refused():
 
 def test_a_log_started_from_remote_state_has_its_epochs_and_producers(tmp_path):
     log = Log.open(tmp_path / "t-0", LogConfig.defaults(), clock=ManualClock(NOW))
-    producer = ProducerStateEntry(7, producer_epoch=0, last_timestamp=NOW,
-                                  batch_metadata=[BatchMetadata(9, 4019, 4, NOW)])
     log.start_at_with_remote_state(4020, epochs=[EpochEntry(0, 0), EpochEntry(2, 3000), EpochEntry(5, 4020)],
-                                   producers=[producer])
+                                   producers=[PRODUCER])
 
     assert (log.log_start_offset, log.log_end_offset) == (4020, 4020)
     assert log.leader_epoch_cache.entries == [EpochEntry(0, 0), EpochEntry(2, 3000)]
@@ -78,3 +84,25 @@ def test_a_log_started_from_remote_state_has_its_epochs_and_producers(tmp_path):
                                                            base_sequence=10, now_ms=NOW)), leader_epoch=6)
     assert (following.duplicate, following.first_offset) == (False, 4020)
     log.close()
+
+
+def test_the_aux_state_is_read_from_the_store_and_a_missing_or_torn_object_refused(tmp_path):
+    rsm = RemoteStorageManager.from_config("local", {"dir": str(tmp_path / "store")})
+    held = segment(3000, 4019, {2: 3000})
+
+    async def read():
+        return await read_aux_state(rsm, [held], tp=TopicPartition("t", 0), local_start=4020, epoch=2,
+                                    epoch_at_local_start=2)
+
+    asyncio.run(rsm.put(held.key(LEADER_EPOCH), b"0\n2\n0 0\n2 3000\n"))
+    with pytest.raises(RemoteLogAuxStateError, match=r"\.snapshot not found"):
+        asyncio.run(read())
+    snapshot = encode_snapshot([PRODUCER])
+    asyncio.run(rsm.put(held.key(PRODUCER_SNAPSHOT), snapshot[:-1]))
+    with pytest.raises(RemoteLogAuxStateError, match="Unreadable producer snapshot"):
+        asyncio.run(read())
+    asyncio.run(rsm.put(held.key(PRODUCER_SNAPSHOT), snapshot))
+    aux = asyncio.run(read())
+    assert (aux.segment, aux.next_offset) == (held, 4020)
+    assert aux.epochs == [EpochEntry(0, 0), EpochEntry(2, 3000)]
+    assert [(p.producer_id, p.last_seq) for p in aux.producers] == [(7, 9)]

@@ -100,13 +100,13 @@ def test_a_wiped_follower_rebuilds_its_state_from_the_bucket_and_leads_on_withou
             local_start = int(client.list_offset(topic, 0, -4, version=9).offset)
 
         # Broker 1 comes back with an empty disk while the producer snapshot it needs is
-        # missing from the bucket: one line, it waits; once the object is back it starts there.
+        # unreadable in the bucket: one line, it waits; once the object is whole it starts there.
         [before] = [m for m in remote_metadata(bucket, topic)
                     if m["start_offset"] <= local_start - 1 <= m["end_offset"]]
         snapshot_key = next(k for k in bucket.keys(f"cluster-a/{topic}-0-")
                             if before["segment_id"] in k and k.endswith(".snapshot"))
         snapshot = bucket.get(snapshot_key)
-        bucket.client.delete_object(Bucket=bucket.name, Key=snapshot_key)
+        bucket.client.put_object(Bucket=bucket.name, Key=snapshot_key, Body=snapshot[:-3] + b"bad")
         cluster.wipe(1)
         cluster.start_broker(1)
         wait_until(lambda: "is not readable from tiered storage" in one.new_log_text(), "the follower's error line")
@@ -115,7 +115,7 @@ def test_a_wiped_follower_rebuilds_its_state_from_the_bucket_and_leads_on_withou
         bucket.client.put_object(Bucket=bucket.name, Key=snapshot_key, Body=snapshot)
         cluster.wait_for_isr(topic, 0, size=2)
         text = one.new_log_text()
-        assert text.count("is not readable from tiered storage") == 1
+        assert text.count("is not readable from tiered storage") == 1 and "Unreadable producer snapshot" in text
         assert f"starting at {before['end_offset'] + 1} with the" in text and "in tiered storage" in text
         assert local_segments(one, topic)[0] == before["end_offset"] + 1  # the history left remote
 
