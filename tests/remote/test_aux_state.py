@@ -106,3 +106,17 @@ def test_the_aux_state_is_read_from_the_store_and_a_missing_or_torn_object_refus
     assert (aux.segment, aux.next_offset) == (held, 4020)
     assert aux.epochs == [EpochEntry(0, 0), EpochEntry(2, 3000)]
     assert [(p.producer_id, p.last_seq) for p in aux.producers] == [(7, 9)]
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_the_producers_of_a_tiered_log_started_from_remote_state_survive_a_restart(tmp_path, clean):
+    tiered = LogConfig.defaults().with_overrides({"remote.storage.enable": "true"})
+    log = Log.open(tmp_path / "t-0", tiered, clock=ManualClock(NOW))
+    log.start_at_with_remote_state(4020, epochs=[EpochEntry(0, 0)], producers=[PRODUCER])
+    log.close()
+
+    log = Log.open(tmp_path / "t-0", tiered, clock=ManualClock(NOW), log_start_offset=4020,
+                   recovery_point=4020 if clean else 0, had_clean_shutdown=clean)
+    assert (log.log_start_offset, log.log_end_offset) == (4020, 4020)
+    assert [(p.producer_id, p.last_seq) for p in log.producer_state.active_producers.values()] == [(7, 9)]
+    log.close()

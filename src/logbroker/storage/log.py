@@ -185,6 +185,7 @@ class Log(LogRetention, LogFlush):
         with self._lock:
             self._config = config
             self._local.config = config
+            self._producer_state.keep_snapshot_at_log_start = config.remote_storage_enable
 
     @property
     def topic_id(self) -> uuid.UUID | None:
