@@ -50,11 +50,7 @@ from logbroker.remote.metadata import (
 )
 from logbroker.remote.remote_log_reads import RemoteLogReads
 from logbroker.remote.remote_partition import RemotePartitionState
-from logbroker.remote.storage_manager import (
-    RemoteResourceNotFoundError,
-    RemoteStorageError,
-    RemoteStorageManager,
-)
+from logbroker.remote.storage_manager import RemoteResourceNotFoundError, RemoteStorageManager
 from logbroker.storage.checkpoints import random_kafka_uuid, uuid_to_kafka_str
 from logbroker.storage.log_segment import transaction_index_file
 from logbroker.types import TopicPartition
@@ -228,18 +224,6 @@ class RemoteLogManager(RemoteLogReads):
         state.loaded = True
         log_.update_highest_offset_in_remote_storage(state.highest_offset)
 
-    async def followed_segments(self, tp: TopicPartition) -> list[RemoteLogSegmentMetadata]:
-        """The remote segments of a partition followed here, read from the store now (a
-        follower rebuilding its state from them: aux_state.py). RemoteStorageError when the
-        store cannot be listed, or the partition is not followed here as a tiered one."""
-        async with self._lock(tp):
-            state = self.states.get(tp)
-            partition = self.partitions.get(tp)
-            if state is None or state.as_leader or partition is None:
-                raise RemoteStorageError(f"{tp} is not followed here as a tiered partition")
-            await self._follow(state, partition.log)
-            return list(state.segments)
-
     async def _copy(self, state: RemotePartitionState, log_) -> None:
         segments = log_.segments
         for segment, following in zip(segments, segments[1:]):
@@ -346,6 +330,18 @@ class RemoteLogManager(RemoteLogReads):
         """The last offset copied to the store, -1 when none (ListOffsets -5)."""
         state = self.states.get(tp)
         return -1 if state is None else state.highest_offset
+
+    async def followed_segments(self, tp: TopicPartition) -> list[RemoteLogSegmentMetadata] | None:
+        """The remote segments of a partition followed here, read from the store now (for a
+        follower rebuilding its state from them: aux_state.py); None when the partition is not
+        followed here as a tiered one. RemoteStorageError when the store cannot be listed."""
+        async with self._lock(tp):
+            state = self.states.get(tp)
+            partition = self.partitions.get(tp)
+            if state is None or state.as_leader or partition is None:
+                return None
+            await self._follow(state, partition.log)
+            return list(state.segments)
 
     def epoch_for_offset(self, tp: TopicPartition, offset: int) -> int | None:
         state = self.states.get(tp)

@@ -290,8 +290,11 @@ class ReplicaFetcher:
             if int(result.error_code) != 0:
                 return
             earlier = (int(result.leader_epoch), int(result.end_offset))
+        segments = await rlm.followed_segments(tp)
+        if segments is None:
+            raise RemoteLogAuxStateError(f"{tp} is not followed here as a tiered partition")
         aux = await read_aux_state(
-            rlm.rsm, await rlm.followed_segments(tp), tp=tp, local_start=local_start,
+            rlm.rsm, segments, tp=tp, local_start=local_start,
             epoch=target_epoch(local_start=local_start, epoch_at_local_start=epoch, earlier=earlier),
             epoch_at_local_start=epoch)
         if st is not self.partitions.get(tp):
