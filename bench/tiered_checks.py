@@ -107,20 +107,40 @@ class Read:
     last_offset: int
 
 
+def consumer(bootstrap: str, topic: str, isolation: str = "read_uncommitted") -> Consumer:
+    """A confluent-kafka consumer assigned partition 0 from offset 0, fetching up to 16 MiB a partition."""
+    made = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-tiered", "enable.auto.commit": False,
+                     "log_level": 4, "isolation.level": isolation, "fetch.max.bytes": 64 << 20,
+                     "max.partition.fetch.bytes": 16 << 20})
+    made.assign([TopicPartition(topic, 0, 0)])
+    return made
+
+
+def replay(bootstrap: str, topic: str, count: int) -> float:
+    """Seconds to read `count` records from offset 0, counting them only (the client's speed
+    bounds the checked reads of `read_in_order`)."""
+    reader, seen = consumer(bootstrap, topic), 0
+    start = time.perf_counter()
+    try:
+        while seen < count:
+            seen += len(reader.consume(10_000, timeout=1))
+            assert time.perf_counter() - start < 30 * STALL_S, f"{topic}: {seen} of {count} records read"
+        return time.perf_counter() - start
+    finally:
+        reader.close()
+
+
 def read_in_order(bootstrap: str, topic: str, expected: Iterable[bytes], count: int, *,
                   isolation: str = "read_uncommitted") -> Read:
     """Read `count` records from offset 0, each equal to the next of `expected`, at growing
     offsets; raises AssertionError at the first that is not, or when reads stall."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-tiered", "enable.auto.commit": False, "log_level": 4,
-                         "isolation.level": isolation, "fetch.max.bytes": 64 << 20,
-                         "max.partition.fetch.bytes": 16 << 20})
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    reader = consumer(bootstrap, topic, isolation)
     expected = iter(expected)
     digest, seen, nbytes, last = hashlib.sha256(), 0, 0, -1
     start = progress = time.perf_counter()
     try:
         while seen < count:
-            messages = consumer.consume(10_000, timeout=1)
+            messages = reader.consume(10_000, timeout=1)
             if not messages and time.perf_counter() - progress > STALL_S:
                 raise AssertionError(f"{topic} ({isolation}): {seen} of {count} records read, then nothing "
                                      f"for {STALL_S} s; last offset {last}")
@@ -140,7 +160,7 @@ def read_in_order(bootstrap: str, topic: str, expected: Iterable[bytes], count: 
             progress = time.perf_counter() if messages else progress
         return Read(seen, time.perf_counter() - start, nbytes, digest.hexdigest(), last)
     finally:
-        consumer.close()
+        reader.close()
 
 
 def local_segments(partition_dir: Path) -> list[tuple[int, int]]:
