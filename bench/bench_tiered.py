@@ -170,7 +170,8 @@ def main() -> None:  # noqa: PLR0915 - one run, in the order of the docstring
             segments, sizes = bucket_segments(s3, BUCKET)
             check_bucket(segments, sizes, local)
             stretch_end = len(stretch) + 2 * TRANSACTIONS  # records and the transaction markers
-            assert stretch_end < local[0][0], f"the transactions end at {stretch_end}, the local log starts at {local[0][0]}"
+            assert stretch_end < local[0][0], \
+                f"the transactions end at {stretch_end}, the local log starts at {local[0][0]}"
             txn_indexed = sum(1 for m in segments if m.has_txn_index)
             assert txn_indexed, "no remote segment has a .txnindex"
             sample = segments if args.dump_sample == 0 else segments[:: max(1, len(segments) // args.dump_sample)]
@@ -227,7 +228,8 @@ def main() -> None:  # noqa: PLR0915 - one run, in the order of the docstring
                  ["broker CPU per GB copied", f"{r['copy_cpu'] / copy_gb:.2f} CPU-s"]]
     else:
         rows += [[tiered_cpu_label, f"{r['copy_cpu'] / gb:.2f} CPU-s"],
-                 ["broker CPU per GB copied (the difference)", f"{(r['copy_cpu'] - r['plain_cpu']) / copy_gb:.2f} CPU-s"]]
+                 ["broker CPU per GB copied (the difference)",
+                  f"{(r['copy_cpu'] - r['plain_cpu']) / copy_gb:.2f} CPU-s"]]
     rows += [
         ["moto's CPU per GB copied (the store)", f"{r['moto_copy_cpu'] / copy_gb:.2f} CPU-s"],
         ["replay from offset 0, local disk (plain)", f"{local_read.bytes / 1e6 / local_s:.0f} MB/s"],
@@ -236,7 +238,8 @@ def main() -> None:  # noqa: PLR0915 - one run, in the order of the docstring
         ["the same replays, every record compared (Python-bound)",
          f"local {local_read.bytes / 1e6 / local_read.seconds:.0f} MB/s, "
          f"tiered {remote_read.bytes / 1e6 / remote_read.seconds:.0f} MB/s"],
-        ["floor: obstore PUT to moto, same segment files, same parts", f"{floor_put:.0f} MB/s ({floor_bytes / 1e6:.0f} MB)"],
+        ["floor: obstore PUT to moto, same segment files, same parts",
+         f"{floor_put:.0f} MB/s ({floor_bytes / 1e6:.0f} MB)"],
         [f"floor: obstore ranged GETs of {READ_AHEAD_BYTES >> 20} MiB from moto", f"{floor_get:.0f} MB/s"],
     ]
     say(table(["measure", "value"], rows))
