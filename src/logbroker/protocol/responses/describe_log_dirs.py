@@ -17,10 +17,11 @@ partition (KIP-482), sent only for partitions this broker holds remote segment m
                     remote_log_start_offset int64, remote_log_end_offset int64 (-1, -1: none),
                     tagged fields
 
-Every Kafka client skips a tagged field it does not know (the Java clients, kafka-python, kio,
-franz-go, Sarama), so their DescribeLogDirs answers and kafka-log-dirs' output stay as they were;
-v1 (not flexible) never carries it. The tag number is far above the ones Kafka hands out (from 0,
-in order), so a field Kafka adds later cannot take it. The sizes are Kafka's
+A client reads past a tagged field it does not know (KIP-482): the Java clients' generated readers
+keep it aside, kafka-python skips it, so their DescribeLogDirs answers and kafka-log-dirs' output
+stay as they were; v1 (not flexible) never carries it. kio (0.6) refuses unknown tags, which is
+why logbroker's own tools decode this answer here. The tag number is far above the ones Kafka
+hands out (from 0, in order), so a field Kafka adds later does not take it. The sizes are Kafka's
 RemoteLogSegmentMetadata.segmentSizeInBytes summed: the `.log` objects, as PartitionSize counts
 the local `.log` files.
 """
