@@ -11,11 +11,12 @@ import re
 import subprocess
 import sys
 import urllib.request
+import uuid
 from pathlib import Path
 
 from kafka import KafkaAdminClient
 
-from logbroker.testing import TEST_OVERRIDES, BrokerProcess
+from logbroker.testing import TEST_OVERRIDES, BrokerProcess, ClusterProcess
 
 from clients import TIMEOUT_S, Spec, create_topic, produce_confluent
 from tiered_helpers import wait_until
@@ -34,9 +35,9 @@ def run(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=90)
 
 
-def on_disk(broker: BrokerProcess, topic: str, partition: int) -> dict:
+def on_disk(data_dir: Path, topic: str, partition: int) -> dict:
     """The local log as the data dir holds it: `.log` bytes and the first segment's base offset."""
-    logs = sorted((broker.data_dir / f"{topic}-{partition}").glob("*.log"))
+    logs = sorted((data_dir / f"{topic}-{partition}").glob("*.log"))
     return {"LocalSize": str(sum(p.stat().st_size for p in logs)), "first": int(logs[0].stem)}
 
 
@@ -66,22 +67,23 @@ def described(bootstrap: str, topic: str) -> dict[int, dict[str, str]]:
     return {int(fields["Partition"]): fields for fields in lines}
 
 
-def expected(broker, bucket, topic: str, partition: int) -> dict[str, str]:
-    disk = on_disk(broker, topic, partition)
+def expected(data_dir: Path, bucket, topic: str, partition: int) -> dict[str, str]:
+    disk = on_disk(data_dir, topic, partition)
     return {"LocalSize": disk["LocalSize"], **in_bucket(bucket, topic, partition)}
 
 
-def settled(broker, bucket, topic: str):
+def settled(bootstrap: str, leader_dirs: dict[int, Path], bucket, topic: str):
     """The tool's lines once every partition has tiered its history and deleted it locally
-    (the first local segment is past offset 0) and the numbers agree with the dir and bucket
-    before and after the tool ran (nothing moved meanwhile); else None."""
-    before = {p: expected(broker, bucket, topic, p) for p in range(PARTITIONS)}
-    if any(on_disk(broker, topic, p)["first"] == 0 or before[p]["RemoteSegments"] == "0"
-           for p in range(PARTITIONS)):
+    (the first local segment is past offset 0) and the numbers agree with its leader's data dir
+    (`leader_dirs`: partition → dir) and the bucket before and after the tool ran (nothing moved
+    meanwhile); else None."""
+    before = {p: expected(d, bucket, topic, p) for p, d in leader_dirs.items()}
+    if any(on_disk(d, topic, p)["first"] == 0 or before[p]["RemoteSegments"] == "0"
+           for p, d in leader_dirs.items()):
         return None
-    lines = described(broker.bootstrap, topic)
-    after = {p: expected(broker, bucket, topic, p) for p in range(PARTITIONS)}
-    if before != after or any({k: lines[p].get(k) for k in before[p]} != before[p] for p in range(PARTITIONS)):
+    lines = described(bootstrap, topic)
+    after = {p: expected(d, bucket, topic, p) for p, d in leader_dirs.items()}
+    if before != after or any({k: lines[p].get(k) for k in before[p]} != before[p] for p in leader_dirs):
         return None
     return lines, after
 
@@ -97,11 +99,13 @@ def test_describe_and_the_console_show_local_and_remote_sizes_of_each_partition(
                           **{"batch.size": 2048, "linger.ms": 5})
         produce_confluent(broker.bootstrap, "plain", [Spec(0, b"k", b"v" * 100) for _ in range(50)])
 
-        lines, truth = wait_until(lambda: settled(broker, bucket, "tiered"), "history tiered and sizes settled")
+        dirs = dict.fromkeys(range(PARTITIONS), broker.data_dir)
+        lines, truth = wait_until(lambda: settled(broker.bootstrap, dirs, bucket, "tiered"),
+                                  "history tiered and sizes settled")
         for p in range(PARTITIONS):
             assert int(truth[p]["RemoteSegments"]) >= 5
             start, end = map(int, truth[p]["RemoteOffsets"].split("-"))
-            assert start == 0 and end + 1 >= on_disk(broker, "tiered", p)["first"]  # no gap below local
+            assert start == 0 and end + 1 >= on_disk(broker.data_dir, "tiered", p)["first"]  # no gap below local
             assert list(lines[p]) == ["Topic", "Partition", "Leader", "Replicas", "Isr", "LocalSize",
                                       "RemoteSize", "RemoteSegments", "RemoteOffsets"]
 
@@ -141,3 +145,25 @@ def test_describe_and_the_console_show_local_and_remote_sizes_of_each_partition(
         assert "Remote size" in page and "Remote size" not in plain_page and "local-size" not in plain_page
     finally:
         broker.stop()
+
+
+def test_in_a_cluster_each_partition_shows_its_leaders_sizes(
+        tmp_path, bucket, logbroker_zookeeper):
+    cluster = ClusterProcess(tmp_path, brokers=2,
+                             zk_connect=f"{logbroker_zookeeper.connect_string}/t-{uuid.uuid4().hex[:12]}",
+                             overrides={**bucket.broker_overrides(), "remote.log.manager.task.interval.ms": "100"})
+    with cluster:
+        # One replica each, on different brokers: a partition's sizes come from the one broker
+        # that leads it, asked over its own connection.
+        cluster.create_topic("tiered", partitions=PARTITIONS, replication_factor=1, config=TIERED)
+        produce_confluent(cluster.bootstrap, "tiered",
+                          [Spec(i % PARTITIONS, f"k{i}".encode(), b"v" * 120) for i in range(2000)],
+                          **{"batch.size": 2048, "linger.ms": 5, "acks": "all"})
+        leaders = {p: cluster.leader("tiered", p) for p in range(PARTITIONS)}
+        assert sorted(leaders.values()) == [1, 2]  # one partition led by each broker
+        dirs = {p: cluster.brokers[b].data_dir for p, b in leaders.items()}
+        lines, truth = wait_until(lambda: settled(cluster.bootstrap, dirs, bucket, "tiered"),
+                                  "history tiered and sizes settled")
+        for p in range(PARTITIONS):
+            assert lines[p]["Leader"] == str(leaders[p])
+            assert int(truth[p]["RemoteSegments"]) >= 3 and truth[p]["RemoteOffsets"].startswith("0-")
