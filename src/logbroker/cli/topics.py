@@ -35,6 +35,7 @@ from logbroker.cli.common import (
     bootstrap_option,
     fail,
     fail_with,
+    load_properties_file,
     one_action,
     parse_key_values,
 )
@@ -283,7 +284,8 @@ def _describe(admin, bootstrap: str, expression: str | None, exclude_internal: b
             (entry.name, entry.value) for entry in entries.values()
             if _source(entry) != ConfigSource.DEFAULT_CONFIG.value and not entry.is_default
             and entry.value is not None))
-    tiered = {name for name in names if ("remote.storage.enable", "true") in configs_by_topic.get(name, ())}
+    tiered = {name for name in names
+              if dict(configs_by_topic.get(name, ())).get("remote.storage.enable", "").lower() == "true"}
     sizes = _replica_sizes(bootstrap, command_config, tiered) if tiered else {}
     for name in names:
         if paged is not None:
@@ -314,12 +316,11 @@ def _replica_sizes(bootstrap: str, command_config: str | None,
                    topics: set[str]) -> dict[tuple[int, str, int], LogDirPartition]:
     """Every broker's replicas of `topics` with their local and remote sizes; {} with a warning
     when a broker cannot say (the lines are then printed without sizes)."""
-    from logbroker.cli.common import load_properties_file
     from logbroker.client import client_security
     from logbroker.log_dir_usage import replica_sizes
-    properties = load_properties_file(command_config, "--command-config") if command_config else {}
     try:
-        return replica_sizes(bootstrap, client_security(properties), topics=topics)
+        return replica_sizes(bootstrap, client_security(load_properties_file(command_config, "--command-config")),
+                             topics=topics)
     except Exception as e:  # noqa: BLE001 — the topics are still described, without sizes
         click.echo(f"WARNING: cannot read the log sizes (DescribeLogDirs): {error_sentence(e)}", err=True)
         return {}
