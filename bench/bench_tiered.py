@@ -126,13 +126,12 @@ def main() -> None:  # noqa: PLR0915 - one run, in the order of the docstring
     import boto3
 
     load_before, started = loadavg(), time.perf_counter()
-    s3_server = CountingS3Server()
-    endpoint = s3_server.endpoint
-    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
-    for name in (BUCKET, FLOOR_BUCKET):
-        s3.create_bucket(Bucket=name)
     r = {}
-    with tempfile.TemporaryDirectory(prefix="bench-tiered-") as root:
+    with CountingS3Server() as s3_server, tempfile.TemporaryDirectory(prefix="bench-tiered-") as root:
+        endpoint = s3_server.endpoint
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        for name in (BUCKET, FLOOR_BUCKET):
+            s3.create_bucket(Bucket=name)
         broker = BrokerProcess(Path(root), overrides={
             **TEST_OVERRIDES, "metrics.port": "0", "remote.log.storage.system.enable": "true",
             "remote.log.storage.manager.class.name": "s3", "rsm.config.s3.bucket": BUCKET,
@@ -201,7 +200,6 @@ def main() -> None:  # noqa: PLR0915 - one run, in the order of the docstring
             floor_counts = s3_server.counts() - counts2
         finally:
             broker.stop()
-            s3_server.stop()
     load_after = loadavg()
     expected_sha = sha256_of(itertools.chain(stretch, plain_values(count)))
     assert remote_read.sha256 == expected_sha and local_read.sha256 == plain_sha == tiered_sha

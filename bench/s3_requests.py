@@ -97,7 +97,8 @@ def serve() -> None:
 
 
 class CountingS3Server:
-    """The counting moto server as a child process: `endpoint`, `counts()`, `pid`, `stop()`."""
+    """The counting moto server as a child process: `endpoint`, `counts()`, `pid`, `stop()` (or use
+    it as a context manager)."""
 
     def __init__(self) -> None:
         self._process = subprocess.Popen([sys.executable, __file__], stdout=subprocess.PIPE, text=True)
@@ -114,6 +115,12 @@ class CountingS3Server:
     def stop(self) -> None:
         self._process.terminate()
         self._process.wait(30)
+
+    def __enter__(self) -> CountingS3Server:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
 
 
 def classes(counts: Counter) -> tuple[int, int]:
