@@ -99,7 +99,7 @@ async def read_aux_state(rsm: RemoteStorageManager, segments: list[RemoteLogSegm
     try:
         text = (await rsm.fetch_file(segment, LEADER_EPOCH)).decode()
         epochs = decode_leader_epoch_checkpoint(text)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # UnicodeDecodeError too
         raise RemoteLogAuxStateError(f"Unreadable leader epoch checkpoint of remote segment "
                                      f"{segment.key(LEADER_EPOCH)}: {exc}") from exc
     except RemoteStorageError as exc:
