@@ -6,7 +6,6 @@ log manager leave no object of the cut-short upload and no segment wholly inside
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 import uuid
@@ -19,7 +18,7 @@ from logbroker.remote.metadata import RemoteLogSegmentMetadata
 from logbroker.remote.storage_manager import RemoteStorageManager
 from logbroker.testing import ClusterProcess
 
-from tiered_helpers import wait_until
+from tiered_helpers import Store, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cluster"))
 from replica_checks import SequenceProducer, committed_values  # noqa: E402
@@ -28,39 +27,6 @@ from replica_checks import SequenceProducer, committed_values  # noqa: E402
 # few requests to moto, and the local log keeps four segments.
 TIERED = {"remote.storage.enable": "true", "segment.bytes": str(256 << 10),
           "local.retention.bytes": str(1 << 20), "file.delete.delay.ms": "0"}
-
-
-class Store:
-    """The partition's objects in the bucket, by segment."""
-
-    def __init__(self, bucket, topic: str) -> None:
-        self.bucket = bucket
-        self.prefix = f"cluster-a/{topic}-0-"
-
-    def stems(self) -> tuple[dict[str, list[str]], set[str]]:
-        """(segment stem → its keys, the stems with a .metadata)."""
-        by_stem: dict[str, list[str]] = {}
-        for key in self.bucket.keys(self.prefix):
-            name = key.rsplit("/", 1)[1]
-            if "-" in name and "." in name:
-                by_stem.setdefault(name.split(".", 1)[0], []).append(key)
-        return by_stem, {s for s, keys in by_stem.items() if any(k.endswith(".metadata") for k in keys)}
-
-    def uncommitted(self) -> list[str]:
-        """Keys of segments whose data objects are there without their metadata."""
-        by_stem, committed = self.stems()
-        return sorted(k for s, keys in by_stem.items() if s not in committed for k in keys)
-
-    def metadata(self) -> list[dict]:
-        """The committed segments' metadata (one deleted between the listing and its GET left out)."""
-        found = []
-        for key in self.bucket.keys(self.prefix):
-            if key.endswith(".metadata"):
-                try:
-                    found.append(json.loads(self.bucket.get(key)))
-                except self.bucket.client.exceptions.NoSuchKey:
-                    continue
-        return sorted(found, key=lambda m: (m["start_offset"], m["end_offset"]))
 
 
 def freeze_mid_upload(cluster: ClusterProcess, broker_id: int, store: Store, timeout_s: float = 20.0) -> list[str]:

@@ -9,8 +9,8 @@ import json
 from logbroker.storage.checkpoints import random_kafka_uuid, uuid_to_kafka_str
 
 from clients import consume_confluent, create_topic, produce_confluent
-from tiered_helpers import wait_until
-from test_tiered_storage import PRODUCER, TIERED, local_segments, remote_metadata, specs, start_broker
+from tiered_helpers import Store, wait_until
+from test_tiered_storage import PRODUCER, TIERED, local_segments, specs, start_broker
 
 
 def epoch_entries(broker, topic: str) -> list[tuple[int, int]]:
@@ -45,22 +45,30 @@ def test_the_leader_keeps_its_lineage_and_deletes_what_lies_outside_it(tmp_path,
         create_topic(broker.bootstrap, topic, config=TIERED)
         produce_confluent(broker.bootstrap, topic, specs(2000), **PRODUCER)
         wait_until(lambda: local_segments(broker, topic)[0] > 1000, "local segments deleted after upload")
-        # The epochs of the remote segments stay: the cache still starts at offset 0.
+        # The epochs of the remote segments stay: the cache still starts at offset 0, also once
+        # the restart loaded the log (whose leadership then moves to a new epoch).
         assert epoch_entries(broker, topic)[0][1] == 0
+        broker.restart()
+        produce_confluent(broker.bootstrap, topic, specs(500, 2000), **PRODUCER)
+        entries = epoch_entries(broker, topic)
+        assert entries[0][1] == 0 and len(entries) >= 2
+        (old_epoch, _), (new_epoch, new_start) = entries[-2], entries[-1]
 
-        first, second, third = remote_metadata(bucket, topic)[:3]
+        store = Store(bucket, topic)
+        first, second, third = store.metadata()[:3]
         data = {".log", ".index", ".timeindex", ".leader_epoch_checkpoint", ".snapshot"}
         everything = data | {".metadata"}
-        # A copy spanning the first two segments by a leader of an epoch this lineage never had:
-        # it goes, and the two in-lineage segments it spans stay.
-        diverged = plant(bucket, first, suffixes=everything, end_offset=second["end_offset"],
-                         segment_leader_epochs={"0": first["start_offset"], "7": first["start_offset"] + 3})
+        # A copy claiming records of the old epoch past where the new one started (one an old
+        # leader made of records an unclean election dropped), spanning in-lineage segments: it
+        # goes, they stay.
+        diverged = plant(bucket, first, suffixes=everything, end_offset=new_start + 10,
+                         segment_leader_epochs={str(old_epoch): first["start_offset"]})
         duplicate = plant(bucket, second, suffixes=everything)  # a second leader copied the same range
         orphan = plant(bucket, third, suffixes={".log", ".index"})  # an upload cut short
         broken = plant(bucket, third, suffixes={".metadata", ".index"})  # its .log never landed
 
         def settled():
-            ids = {m["segment_id"] for m in remote_metadata(bucket, topic)}
+            ids = {m["segment_id"] for m in store.metadata()}
             leftovers = [k for k in bucket.keys() if orphan in k or broken in k or diverged in k]
             return not leftovers and len(ids & {second["segment_id"], duplicate}) == 1 and ids
 
@@ -71,15 +79,14 @@ def test_the_leader_keeps_its_lineage_and_deletes_what_lies_outside_it(tmp_path,
         assert f"wholly within segment {second['start_offset']}-{second['end_offset']}" in text
         assert f"(id {broken}) lacks its .log" in text
         assert "unfinished copies" in text and orphan in text
-        segments = remote_metadata(bucket, topic)
+        segments = store.metadata()
         for before, after in zip(segments, segments[1:]):
             assert after["start_offset"] == before["end_offset"] + 1
+        assert any(str(new_epoch) in m["segment_leader_epochs"] for m in segments)  # copies go on
 
-        # After a restart too: the loaded log keeps the epochs of what is remote.
-        broker.restart()
-        records = consume_confluent(broker.bootstrap, topic, {0: 0}, 2000)
-        assert [r.offset for r in records] == list(range(2000))
-        assert [r.value for r in records] == [s.value for s in specs(2000)]
+        records = consume_confluent(broker.bootstrap, topic, {0: 0}, 2500)
+        assert [r.offset for r in records] == list(range(2500))
+        assert [r.value for r in records] == [s.value for s in specs(2500)]
         assert epoch_entries(broker, topic)[0][1] == 0
     finally:
         broker.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from logbroker.testing import wait_for
@@ -43,3 +44,36 @@ class Bucket:
 def wait_until(predicate, what: str, timeout_s: float = 20.0):
     """logbroker.testing.wait_for, polling faster (uploads and expiry run every 100 ms here)."""
     return wait_for(predicate, timeout_s, 0.05, what=what)
+
+
+class Store:
+    """The partition's objects in the bucket, by segment."""
+
+    def __init__(self, bucket, topic: str) -> None:
+        self.bucket = bucket
+        self.prefix = f"cluster-a/{topic}-0-"
+
+    def stems(self) -> tuple[dict[str, list[str]], set[str]]:
+        """(segment stem → its keys, the stems with a .metadata)."""
+        by_stem: dict[str, list[str]] = {}
+        for key in self.bucket.keys(self.prefix):
+            name = key.rsplit("/", 1)[1]
+            if "-" in name and "." in name:
+                by_stem.setdefault(name.split(".", 1)[0], []).append(key)
+        return by_stem, {s for s, keys in by_stem.items() if any(k.endswith(".metadata") for k in keys)}
+
+    def uncommitted(self) -> list[str]:
+        """Keys of segments whose data objects are there without their metadata."""
+        by_stem, committed = self.stems()
+        return sorted(k for s, keys in by_stem.items() if s not in committed for k in keys)
+
+    def metadata(self) -> list[dict]:
+        """The committed segments' metadata (one deleted between the listing and its GET left out)."""
+        found = []
+        for key in self.bucket.keys(self.prefix):
+            if key.endswith(".metadata"):
+                try:
+                    found.append(json.loads(self.bucket.get(key)))
+                except self.bucket.client.exceptions.NoSuchKey:
+                    continue
+        return sorted(found, key=lambda m: (m["start_offset"], m["end_offset"]))

@@ -191,7 +191,7 @@ class RemoteLogManager(RemoteLogReads):
         state.passes += 1
         if not state.loaded:
             return
-        await self._expire(state, log_)
+        await self._expire(state, partition)
         log_.update_highest_offset_in_remote_storage(state.highest_offset)
         if not log_.config.remote_log_copy_disable:
             await self._copy(state, partition)
@@ -320,7 +320,7 @@ class RemoteLogManager(RemoteLogReads):
             return False
         except KafkaError:
             self.copy_errors += 1
-            try:  # what was written is an orphan now (the next load would delete it too)
+            try:  # what was written is an orphan now (reconciliation would delete it too, later)
                 await self.rsm.delete_keys(metadata.data_keys())
             except KafkaError:
                 pass
@@ -334,8 +334,15 @@ class RemoteLogManager(RemoteLogReads):
                  metadata.segment_size_in_bytes, metadata.segment_id)
         return True
 
-    async def _expire(self, state: RemotePartitionState, log_) -> None:
-        for segment, reason in self._expired(state, log_):
+    async def _expire(self, state: RemotePartitionState, partition) -> None:
+        newest = max((e for s in state.segments for e in s.segment_leader_epochs), default=-1)
+        if newest > partition.leader_epoch:
+            # A leader of a later epoch copied there: this broker was deposed and does not know
+            # yet. Its lineage lacks that epoch; it must not judge (and delete) the new copies.
+            log.info("Not expiring remote segments of %s: the store holds leader epoch %d, newer than "
+                     "this broker's %d", state.tp, newest, partition.leader_epoch)
+            return
+        for segment, reason in self._expired(state, partition.log):
             await self._delete_segment(segment)
             state.remove(segment)
             log.info("Deleted remote segment %d-%d of %s (%s)", segment.start_offset, segment.end_offset,
