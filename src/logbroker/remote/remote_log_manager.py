@@ -83,6 +83,11 @@ def _holds_nothing(log_) -> bool:
     return log_.log_end_offset == log_.log_start_offset
 
 
+def _log_start_offset(state: RemotePartitionState, log_) -> int:
+    earliest = state.earliest_offset()
+    return log_.log_start_offset if earliest is None else min(earliest, log_.log_start_offset)
+
+
 class RemoteLogManager(RemoteLogReads):
     """See the module docstring. `partitions` is the broker's ReplicaManager.partitions."""
 
@@ -169,7 +174,9 @@ class RemoteLogManager(RemoteLogReads):
                 self._task_log.log(logging.ERROR, str(tp), "Remote log manager task failed on %s: %s "
                                    "(local segments are kept until their copy succeeds)", tp, exc)
                 return
-            log_start = self.log_start_offset(tp, log_) if state.loaded else None
+            # From this state's segments: a change of role meanwhile put a fresh state in
+            # `states`, which knows no segment yet.
+            log_start = _log_start_offset(state, log_) if state.loaded else None
 
         def local_work() -> None:
             log_.delete_old_segments()
@@ -189,8 +196,8 @@ class RemoteLogManager(RemoteLogReads):
                 self.copy_errors += 1  # nothing is copied while the store cannot be listed
                 raise
         state.passes += 1
-        if not state.loaded:
-            return
+        if not state.loaded or self.states.get(state.tp) is not state:
+            return  # restoring, or no longer the leader's state (a change of role meanwhile)
         await self._expire(state, partition)
         log_.update_highest_offset_in_remote_storage(state.highest_offset)
         if not log_.config.remote_log_copy_disable:
@@ -343,6 +350,8 @@ class RemoteLogManager(RemoteLogReads):
                      "this broker's %d", state.tp, newest, partition.leader_epoch)
             return
         for segment, reason in self._expired(state, partition.log):
+            if self.states.get(state.tp) is not state:
+                return  # deposed meanwhile: the new leader judges
             await self._delete_segment(segment)
             state.remove(segment)
             log.info("Deleted remote segment %d-%d of %s (%s)", segment.start_offset, segment.end_offset,
@@ -354,7 +363,7 @@ class RemoteLogManager(RemoteLogReads):
         (lineage.covers): without that every older segment would look foreign."""
         config = log_.config
         lineage = filtered({e.epoch: e.start_offset for e in log_.leader_epoch_cache.entries})
-        judged = covers(lineage, self.log_start_offset(state.tp, log_))
+        judged = covers(lineage, _log_start_offset(state, log_))
         doomed: list[tuple[RemoteLogSegmentMetadata, str]] = []
         valid: list[RemoteLogSegmentMetadata] = []
         for segment in state.segments:
@@ -367,12 +376,13 @@ class RemoteLogManager(RemoteLogReads):
             else:
                 valid.append(segment)
         kept: list[RemoteLogSegmentMetadata] = []
+        reaching = None  # of the kept segments (all starting at or before this one), the one ending last
         for segment in sorted(valid, key=lambda s: (s.start_offset, -s.end_offset)):
-            cover = next((k for k in kept if wholly_within(segment, k)), None)
-            if cover is None:
-                kept.append(segment)
-            else:
-                doomed.append((segment, f"wholly within segment {cover.start_offset}-{cover.end_offset}"))
+            if reaching is not None and wholly_within(segment, reaching):
+                doomed.append((segment, f"wholly within segment {reaching.start_offset}-{reaching.end_offset}"))
+                continue
+            kept.append(segment)
+            reaching = segment
         kept.sort(key=lambda s: (s.start_offset, s.end_offset))
         now_ms = self.clock.time_ms()
         if config.retention_ms >= 0:
@@ -409,8 +419,7 @@ class RemoteLogManager(RemoteLogReads):
     def log_start_offset(self, tp: TopicPartition, log_) -> int:
         """Kafka's logStartOffset: the earliest offset in the store, else the local log start."""
         state = self.states.get(tp)
-        earliest = state.earliest_offset() if state is not None else None
-        return log_.log_start_offset if earliest is None else min(earliest, log_.log_start_offset)
+        return log_.log_start_offset if state is None else _log_start_offset(state, log_)
 
     def copy_lag(self, tp: TopicPartition, log_) -> tuple[int, int]:
         """(bytes, segments) of the closed local segments not yet copied (RemoteCopyLag*)."""
