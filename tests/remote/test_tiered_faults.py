@@ -1,0 +1,194 @@
+"""Tiered storage when things go wrong: kill -9 during remote expiry and during a remote replay, a
+truncated or missing remote object, a garbage .metadata, refused credentials and an unreachable
+endpoint. Real brokers, moto's S3 server, real clients."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+import uuid
+from contextlib import contextmanager
+
+import boto3
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_STORED, Consumer
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+from logbroker.testing import TEST_OVERRIDES, BrokerProcess
+
+from clients import (
+    TIMEOUT_S,
+    RawClient,
+    Spec,
+    admin,
+    consume_confluent,
+    create_topic,
+    produce_confluent,
+    records_in,
+)
+from tiered_helpers import (
+    PRODUCER,
+    TIERED,
+    earliest_offset,
+    local_segments,
+    remote_metadata,
+    scrape,
+    specs,
+    start_broker,
+    wait_until,
+)
+
+METRICS = "kafka_server_brokertopicmetrics_"
+UNKNOWN_SERVER_ERROR = -1
+# Many small segments: an expiry deletes dozens of them, so a kill lands in the middle.
+SMALL_SEGMENTS = {**TIERED, "segment.bytes": "4096", "local.retention.bytes": "8192"}
+
+
+def all_copied(broker: BrokerProcess, bucket, topic: str, partition: int = 0) -> bool:
+    """Every closed segment is in the bucket (the next offset to copy is the active segment's base)."""
+    segments = remote_metadata(bucket, topic, partition)
+    return bool(segments) and segments[-1]["end_offset"] + 1 == local_segments(broker, topic, partition)[-1]
+
+
+def partition_prefix(bucket, topic: str, partition: int = 0) -> str:
+    [directory] = {k.split("/")[1] for k in bucket.keys("cluster-a/") if k.split("/")[1].startswith(f"{topic}-{partition}-")}
+    return f"cluster-a/{directory}/"
+
+
+def objects(bucket, prefix: str) -> dict[str, tuple[int, str]]:
+    """Key → (size, ETag) of every object below `prefix`."""
+    found, token = {}, None
+    while True:
+        page = bucket.client.list_objects_v2(Bucket=bucket.name, Prefix=prefix,
+                                              **({"ContinuationToken": token} if token else {}))
+        found.update({o["Key"]: (o["Size"], o["ETag"]) for o in page.get("Contents", [])})
+        token = page.get("NextContinuationToken")
+        if not token:
+            return found
+
+
+def stray_objects(bucket, prefix: str) -> list[str]:
+    """Objects that belong to no COPY_SEGMENT_FINISHED metadata (what a next run must delete)."""
+    keys = bucket.keys(prefix)
+    finished = set()
+    for key in keys:
+        if key.endswith(".metadata"):
+            try:
+                meta = json.loads(bucket.get(key))
+            except bucket.client.exceptions.NoSuchKey:
+                return [key]  # deleted while we looked: not done yet
+            if meta["state"] == "COPY_SEGMENT_FINISHED":
+                finished.add(meta["segment_id"])
+    return [k for k in keys if not k.endswith("log-start-offset") and k.rsplit("/", 1)[1][21:43] not in finished]
+
+
+def alter_topic(bootstrap: str, topic: str, **configs: str) -> None:
+    resource = ConfigResource("TOPIC", topic, incremental_configs=[
+        ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()])
+    admin(bootstrap).incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
+
+
+@pytest.mark.parametrize("trigger", ["delete_records", "retention_bytes"])
+def test_kill_during_remote_expiry_loses_nothing_inside_retention_and_the_next_run_finishes_it(
+        tmp_path, bucket, trigger):
+    broker = start_broker(tmp_path, bucket)
+    topic = f"expiry-{trigger.replace('_', '-')}"
+    count = 1500
+    try:
+        create_topic(broker.bootstrap, topic, config=SMALL_SEGMENTS)
+        produce_confluent(broker.bootstrap, topic, specs(count), **PRODUCER, acks="all")
+        wait_until(lambda: all_copied(broker, bucket, topic), "every closed segment copied")
+        segments = remote_metadata(bucket, topic)
+        assert len(segments) >= 20
+        prefix = partition_prefix(bucket, topic)
+        half = len(segments) // 2
+        if trigger == "delete_records":
+            kept_from = segments[half]["start_offset"] + 3  # inside a segment: that one stays
+            [deleted] = admin(broker.bootstrap).delete_records([CkTopicPartition(topic, 0, kept_from)]).values()
+            assert deleted.result(TIMEOUT_S).low_watermark == kept_from
+        else:
+            # retention.bytes counts remote and local bytes: exactly the older half exceeds it.
+            active = (broker.data_dir / f"{topic}-0" / f"{local_segments(broker, topic)[-1]:020d}.log").stat().st_size
+            kept_from = segments[half]["start_offset"]
+            alter_topic(broker.bootstrap, topic, retention_bytes=str(
+                sum(m["segment_size_in_bytes"] for m in segments[half:]) + active))
+        wait_until(lambda: len([k for k in bucket.keys(prefix) if k.endswith(".metadata")]) < len(segments),
+                   "remote expiry under way", timeout_s=30)
+        broker.kill()
+
+        # What a kill mid-deletion leaves, made certain: a segment marked DELETE_SEGMENT_STARTED
+        # with some of its files gone.
+        metas = {k: json.loads(bucket.get(k)) for k in bucket.keys(prefix) if k.endswith(".metadata")}
+        doomed = [(k, m) for k, m in metas.items() if m["end_offset"] < kept_from]
+        assert len(doomed) < half  # the kill came after the first deletions
+        if doomed and not any(m["state"] == "DELETE_SEGMENT_STARTED" for _, m in doomed):
+            key, meta = min(doomed, key=lambda km: km[1]["start_offset"])
+            bucket.client.put_object(Bucket=bucket.name, Key=key,
+                                     Body=json.dumps({**meta, "state": "DELETE_SEGMENT_STARTED"}).encode())
+            bucket.client.delete_object(Bucket=bucket.name, Key=key.replace(".metadata", ".log"))
+
+        broker.start()
+        wait_until(lambda: earliest_offset(broker, topic) == kept_from, "ListOffsets -2 at the retention boundary")
+        wait_until(lambda: not stray_objects(bucket, prefix), "no orphaned or half-deleted object left")
+        remaining = remote_metadata(bucket, topic)
+        assert remaining[0]["start_offset"] <= kept_from <= remaining[0]["end_offset"]
+        assert [m["segment_id"] for m in remaining] == [m["segment_id"] for m in segments
+                                                          if m["end_offset"] >= kept_from]
+        records = consume_confluent(broker.bootstrap, topic, {0: OFFSET_BEGINNING}, count - kept_from,
+                                    **{"auto.offset.reset": "earliest"})
+        assert [r.offset for r in records] == list(range(kept_from, count))  # no gap, no duplicate
+        assert [r.value for r in records] == [s.value for s in specs(count)][kept_from:]
+    finally:
+        broker.stop()
+
+
+def test_kill_during_a_remote_replay_resumes_from_the_committed_offset_exactly_once(tmp_path, bucket):
+    broker = start_broker(tmp_path, bucket)
+    topic = "replay"
+    count = 2000
+    try:
+        create_topic(broker.bootstrap, topic, config=TIERED)
+        produce_confluent(broker.bootstrap, topic, specs(count), **PRODUCER, acks="all")
+        wait_until(lambda: all_copied(broker, bucket, topic) and local_segments(broker, topic)[0] > 1500,
+                   "the history in the bucket, the local log only its tail")
+        prefix = partition_prefix(bucket, topic)
+        before = objects(bucket, prefix)
+
+        def consumer() -> Consumer:  # small fetches: a replay of many remote reads
+            return Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "replay",
+                             "enable.auto.commit": False, "auto.offset.reset": "error",
+                             "fetch.wait.max.ms": 100, "max.partition.fetch.bytes": 2048,
+                             "queued.min.messages": 20})
+
+        first = consumer()
+        first.assign([CkTopicPartition(topic, 0, 0)])
+        read = []
+        while len(read) < 400:
+            batch = first.consume(50, timeout=0.2)
+            assert all(m.error() is None for m in batch), [m.error() for m in batch]
+            if batch:
+                read += batch
+                first.commit(offsets=[CkTopicPartition(topic, 0, read[-1].offset() + 1)], asynchronous=False)
+        broker.kill()  # the consumer is fetching ahead: remote reads under way
+        first.close()
+        committed = read[-1].offset() + 1
+
+        broker.start()
+        resumed = consumer()
+        resumed.assign([CkTopicPartition(topic, 0, OFFSET_STORED)])
+        try:
+            while len(read) < count:
+                batch = resumed.consume(200, timeout=0.2)
+                assert all(m.error() is None for m in batch), [m.error() for m in batch]
+                read += batch
+        finally:
+            resumed.close()
+        assert [m.offset() for m in read] == list(range(count))  # the rest exactly once, in order
+        assert [m.value() for m in read] == [s.value for s in specs(count)]
+        assert read[committed].offset() == committed
+        wait_until(lambda: "Loaded" in broker.new_log_text(), "the store loaded after the restart")
+        assert objects(bucket, prefix) == before  # reads change nothing in the bucket
+    finally:
+        broker.stop()
