@@ -192,3 +192,79 @@ def test_kill_during_a_remote_replay_resumes_from_the_committed_offset_exactly_o
         assert objects(bucket, prefix) == before  # reads change nothing in the bucket
     finally:
         broker.stop()
+
+
+def fetch_both(broker: BrokerProcess, topic: str, offsets: dict[int, int]) -> dict[int, tuple[int, list[int]]]:
+    """One Fetch of both partitions: partition → (error code, offsets of the records)."""
+    with RawClient(broker.bootstrap) as client:
+        answers = client.fetch_many(topic, offsets, max_bytes=1 << 20, partition_max_bytes=64 << 10)
+    return {p: (int(a.error_code), [r.offset for r in records_in(a.records)]) for p, a in answers.items()}
+
+
+def test_a_truncated_or_missing_remote_object_fails_only_its_partition_with_a_clear_error(tmp_path, bucket):
+    broker = start_broker(tmp_path, bucket, **{"metrics.port": "0"})
+    topic = "faulty"
+    try:
+        create_topic(broker.bootstrap, topic, partitions=2, config=TIERED)
+        for partition in (0, 1):
+            produce_confluent(broker.bootstrap, topic, [Spec(partition, s.key, s.value, timestamp=s.timestamp)
+                                                        for s in specs(800)], **PRODUCER, acks="all")
+        for partition in (0, 1):
+            wait_until(lambda p=partition: local_segments(broker, topic, p)[0] > 400, f"partition {partition} tiered")
+        segments = remote_metadata(bucket, topic, 0)
+        prefix = partition_prefix(bucket, topic, 0)
+
+        def key(meta: dict, suffix: str) -> str:
+            return f"{prefix}{meta['start_offset']:020d}-{meta['segment_id']}{suffix}"
+
+        cut_log, no_index, short_index, garbage = segments[1], segments[2], segments[3], segments[4]
+        whole = bucket.get(key(cut_log, ".log"))
+        bucket.client.put_object(Bucket=bucket.name, Key=key(cut_log, ".log"), Body=whole[:len(whole) // 2])
+        bucket.client.delete_object(Bucket=bucket.name, Key=key(no_index, ".index"))
+        bucket.client.put_object(Bucket=bucket.name, Key=key(short_index, ".index"),
+                                 Body=bucket.get(key(short_index, ".index"))[:5])
+
+        for bad in (cut_log, no_index):  # that partition fails, the other one of the fetch is served
+            answers = fetch_both(broker, topic, {0: bad["start_offset"] + 1, 1: 0})
+            assert answers[0] == (UNKNOWN_SERVER_ERROR, [])
+            assert answers[1][0] == 0 and answers[1][1][:3] == [0, 1, 2]
+        # A prefix of an offset index is a sparser index: still read right.
+        answers = fetch_both(broker, topic, {0: short_index["start_offset"] + 1, 1: 0})
+        assert answers[0][0] == 0 and answers[0][1][0] <= short_index["start_offset"] + 1
+        assert answers[0][1][-1] >= short_index["start_offset"] + 1
+
+        text = broker.new_log_text()
+        assert text.count(f"Remote read of {topic}-0 at offset") == 2  # one line each
+        stored = lambda meta, suffix: key(meta, suffix).removeprefix("cluster-a/")  # noqa: E731 - below the store's prefix
+        assert f"UNKNOWN_SERVER_ERROR: Remote object {stored(cut_log, '.log')} is shorter than" in text
+        assert f"UNKNOWN_SERVER_ERROR: Remote object {stored(no_index, '.index')} not found" in text
+        metrics = scrape(broker)
+        assert metrics[METRICS + "remotefetcherrors_total"] == 2
+        # Other clients go on: the healthy partition read whole, the broken one produced to and
+        # read above its remote range.
+        records = consume_confluent(broker.bootstrap, topic, {1: 0}, 800)
+        assert [r.offset for r in records] == list(range(800))
+        produce_confluent(broker.bootstrap, topic, [Spec(0, b"k", b"after")], acks="all")
+        [after] = consume_confluent(broker.bootstrap, topic, {0: 800}, 1)
+        assert (after.offset, after.value) == (800, b"after")
+
+        # A garbage .metadata: the partition's store cannot be loaded; its remote reads fail,
+        # nothing in the bucket is deleted, and it loads once the object is mended.
+        broker.stop()
+        metadata = bucket.get(key(garbage, ".metadata"))
+        bucket.client.put_object(Bucket=bucket.name, Key=key(garbage, ".metadata"), Body=b"{not json")
+        before = objects(bucket, prefix)
+        broker.start()
+        answers = fetch_both(broker, topic, {0: 0, 1: 0})
+        assert answers[0] == (UNKNOWN_SERVER_ERROR, [])
+        assert answers[1][0] == 0 and answers[1][1][0] == 0
+        wait_until(lambda: "Unreadable remote segment metadata" in broker.new_log_text(), "the task's error")
+        assert f"Unreadable remote segment metadata {stored(garbage, '.metadata')}" in broker.new_log_text()
+        assert objects(bucket, prefix) == before
+        assert broker.running
+        bucket.client.put_object(Bucket=bucket.name, Key=key(garbage, ".metadata"), Body=metadata)
+        wait_until(lambda: fetch_both(broker, topic, {0: 0, 1: 0})[0][0] == 0, "the store loaded once mended")
+        records = consume_confluent(broker.bootstrap, topic, {0: garbage["start_offset"]}, 801 - garbage["start_offset"])
+        assert [r.offset for r in records] == list(range(garbage["start_offset"], 801))
+    finally:
+        broker.stop()
