@@ -268,3 +268,97 @@ def test_a_truncated_or_missing_remote_object_fails_only_its_partition_with_a_cl
         assert [r.offset for r in records] == list(range(garbage["start_offset"], 801))
     finally:
         broker.stop()
+
+
+@contextmanager
+def moto_checks_credentials(endpoint: str):
+    """moto's server checks signatures and IAM policies meanwhile (it accepts anything otherwise)."""
+    def reset_auth(count: str) -> None:
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset-auth", data=count.encode(),
+                                                      headers={"Content-Type": "text/plain"}, method="POST"),
+                               timeout=TIMEOUT_S).read()
+    reset_auth("0")
+    try:
+        yield reset_auth
+    finally:
+        reset_auth("inf")
+
+
+def test_refused_credentials_keep_local_data_count_errors_and_copying_resumes_once_allowed(tmp_path, bucket):
+    iam = boto3.client("iam", endpoint_url=bucket.endpoint, region_name="us-east-1")
+    user = f"broker-{uuid.uuid4().hex[:8]}"
+    iam.create_user(UserName=user)
+    access_key = iam.create_access_key(UserName=user)["AccessKey"]
+    topic = "tiered-creds"
+    count = 600
+    errors = METRICS + "remotecopyerrors_total"
+    with moto_checks_credentials(bucket.endpoint) as reset_auth:
+        broker = start_broker(tmp_path, bucket, **{"metrics.port": "0", "rsm.config.s3.access.key.id": "AKIAUNKNOWNKEY000000",
+                                                  "rsm.config.s3.secret.access.key": "wrong"})
+        try:
+            create_topic(broker.bootstrap, topic, config=TIERED)
+            produce_confluent(broker.bootstrap, topic, specs(count), **PRODUCER, acks="all")
+            wait_until(lambda: scrape(broker).get(errors, 0) >= 2, "copy errors counted")
+            # The first request, a HEAD, gets a 403 without a body: no S3 code to name.
+            assert "the credentials were refused or lack a permission (HTTP 403)" in broker.new_log_text()
+            assert local_segments(broker, topic)[0] == 0  # nothing deleted locally
+            broker.stop()
+            # Known credentials without a policy allowing S3: access denied.
+            broker.overrides.update({"rsm.config.s3.access.key.id": access_key["AccessKeyId"],
+                                     "rsm.config.s3.secret.access.key": access_key["SecretAccessKey"]})
+            broker.start()
+            wait_until(lambda: scrape(broker).get(errors, 0) >= 2, "copy errors counted")
+            assert "the credentials were refused or lack a permission (HTTP 403)" in broker.new_log_text()
+            assert local_segments(broker, topic)[0] == 0
+            records = consume_confluent(broker.bootstrap, topic, {0: 0}, count)
+            assert [r.offset for r in records] == list(range(count))
+
+            reset_auth("inf")  # the test's own IAM call goes through unchecked
+            iam.put_user_policy(UserName=user, PolicyName="s3", PolicyDocument=json.dumps({
+                "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+            reset_auth("0")
+            wait_until(lambda: local_segments(broker, topic)[0] > 0, "copies once the policy allows them")
+            records = consume_confluent(broker.bootstrap, topic, {0: 0}, count)
+            assert [r.offset for r in records] == list(range(count))
+            assert [r.value for r in records] == [s.value for s in specs(count)]
+        finally:
+            broker.stop()
+    assert remote_metadata(bucket, topic)[0]["start_offset"] == 0
+
+
+def test_an_unreachable_endpoint_stalls_no_local_partition_and_copying_resumes_once_it_answers(tmp_path, bucket):
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    broker = start_broker(tmp_path, bucket, **{"metrics.port": "0",
+                                               "rsm.config.s3.endpoint": f"http://127.0.0.1:{port}"})
+    server = None
+    topic, plain = "tiered-unreachable", "plain"
+    count = 600
+    try:
+        create_topic(broker.bootstrap, topic, config=TIERED)
+        create_topic(broker.bootstrap, plain)
+        produce_confluent(broker.bootstrap, topic, specs(count), **PRODUCER, acks="all")
+        wait_until(lambda: scrape(broker).get(METRICS + "remotecopyerrors_total", 0) >= 2, "copy errors counted")
+        assert "cannot reach the endpoint (connection refused)" in broker.new_log_text()
+        assert local_segments(broker, topic)[0] == 0
+        # Produce and fetch go on meanwhile, on a local topic and on the tiered one's local log.
+        for round_ in range(3):
+            produce_confluent(broker.bootstrap, plain, [Spec(0, b"k", f"plain-{round_}".encode())], acks="all")
+            [got] = consume_confluent(broker.bootstrap, plain, {0: round_}, 1)
+            assert got.value == f"plain-{round_}".encode()
+        records = consume_confluent(broker.bootstrap, topic, {0: 0}, count)
+        assert [r.offset for r in records] == list(range(count))
+
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        server.start()  # the same moto backend: the bucket is there
+        wait_until(lambda: local_segments(broker, topic)[0] > 0, "copies once the endpoint answers")
+        records = consume_confluent(broker.bootstrap, topic, {0: 0}, count)
+        assert [r.offset for r in records] == list(range(count))
+        assert [r.value for r in records] == [s.value for s in specs(count)]
+    finally:
+        broker.stop()
+        if server is not None:
+            server.stop()

@@ -27,6 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import obstore
+from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
 from obstore.store import LocalStore, S3Store
 
 from logbroker.errors import InvalidConfigError, UnknownServerError
@@ -246,6 +247,9 @@ def mapped_error(exc: Exception, key: str, *, writing: bool = False) -> RemoteSt
     for code, meaning in _S3_CODES.items():
         if f"<Code>{code}</Code>" in text:
             return RemoteStorageError(f"Remote store failed on {key}: {meaning} ({code})")
+    if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)):  # a HEAD's answer names no code
+        return RemoteStorageError(f"Remote store failed on {key}: the credentials were refused or lack "
+                                  f"a permission (HTTP 403)")
     for cause, meaning in _CONNECT_FAILURES.items():
         if cause in text:
             return RemoteStorageError(f"Remote store failed on {key}: cannot reach the endpoint ({meaning})")
