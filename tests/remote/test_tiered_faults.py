@@ -12,11 +12,11 @@ from contextlib import contextmanager
 
 import boto3
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_STORED, Consumer
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_STORED, Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
-from logbroker.testing import TEST_OVERRIDES, BrokerProcess
+from logbroker.testing import BrokerProcess
 
 from clients import (
     TIMEOUT_S,
@@ -95,7 +95,7 @@ def test_kill_during_remote_expiry_loses_nothing_inside_retention_and_the_next_r
         tmp_path, bucket, trigger):
     broker = start_broker(tmp_path, bucket)
     topic = f"expiry-{trigger.replace('_', '-')}"
-    count = 1500
+    count = 1000
     try:
         create_topic(broker.bootstrap, topic, config=SMALL_SEGMENTS)
         produce_confluent(broker.bootstrap, topic, specs(count), **PRODUCER, acks="all")
@@ -240,6 +240,9 @@ def test_a_truncated_or_missing_remote_object_fails_only_its_partition_with_a_cl
         assert f"UNKNOWN_SERVER_ERROR: Remote object {stored(no_index, '.index')} not found" in text
         metrics = scrape(broker)
         assert metrics[METRICS + "remotefetcherrors_total"] == 2
+        with pytest.raises(KafkaException) as raised:  # what a librdkafka application sees
+            consume_confluent(broker.bootstrap, topic, {0: cut_log["start_offset"] + 1}, 1, timeout_s=10)
+        assert raised.value.args[0].code() == KafkaError.UNKNOWN
         # Other clients go on: the healthy partition read whole, the broken one produced to and
         # read above its remote range.
         records = consume_confluent(broker.bootstrap, topic, {1: 0}, 800)
