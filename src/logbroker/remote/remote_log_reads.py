@@ -92,8 +92,10 @@ class RemoteLogReads:
         try:
             return await self._read(tp, log_, fetch_offset, max_bytes=max_bytes,
                                     min_one_message=min_one_message, read_committed=read_committed)
-        except RemoteStorageError:
+        except RemoteStorageError as exc:  # counted and logged here, even when its fetch has timed out
             self.fetch_errors += 1
+            _read_log.log(logging.ERROR, type(exc).__name__, "Remote read of %s at offset %d failed: %s: %s",
+                          tp, fetch_offset, exc.name, exc)
             raise
 
     async def _read(self, tp: TopicPartition, log_, fetch_offset: int, *, max_bytes: int,
@@ -159,9 +161,9 @@ class RemoteLogReads:
             try:
                 data, aborted = task.result()
             except KafkaError as exc:
-                level = logging.ERROR if isinstance(exc, RemoteStorageError) else logging.WARNING
-                _read_log.log(level, type(exc).__name__, "Remote read of %s at offset %d failed: %s: %s",
-                              tp, read.fetch_offset, exc.name, exc)
+                if not isinstance(exc, RemoteStorageError):  # that one is logged by `read`
+                    _read_log.log(logging.WARNING, type(exc).__name__, "Remote read of %s at offset %d "
+                                  "failed: %s: %s", tp, read.fetch_offset, exc.name, exc)
                 return result._replace(error=exc, records=None)
             return result._replace(records=data or None, aborted_transactions=aborted)
 
