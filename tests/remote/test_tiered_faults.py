@@ -334,12 +334,18 @@ def test_refused_credentials_keep_local_data_count_errors_and_copying_resumes_on
     assert remote_metadata(bucket, topic)[0]["start_offset"] == 0
 
 
-def test_an_unreachable_endpoint_stalls_no_local_partition_and_copying_resumes_once_it_answers(tmp_path, bucket):
+@pytest.mark.parametrize("endpoint", ["refusing", "silent"])
+def test_an_unreachable_endpoint_stalls_no_local_partition_and_copying_resumes_once_it_answers(
+        tmp_path, bucket, endpoint):
     from moto.server import ThreadedMotoServer
 
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    if endpoint == "silent":
+        listener.listen(16)  # connections are made, and nothing ever answers
+    else:
+        listener.close()  # nothing listens
     broker = start_broker(tmp_path, bucket, **{"metrics.port": "0",
                                                "rsm.config.s3.endpoint": f"http://127.0.0.1:{port}"})
     server = None
@@ -349,9 +355,6 @@ def test_an_unreachable_endpoint_stalls_no_local_partition_and_copying_resumes_o
         create_topic(broker.bootstrap, topic, config=TIERED)
         create_topic(broker.bootstrap, plain)
         produce_confluent(broker.bootstrap, topic, specs(count), **PRODUCER, acks="all")
-        wait_until(lambda: scrape(broker).get(METRICS + "remotecopyerrors_total", 0) >= 2, "copy errors counted")
-        assert "cannot reach the endpoint (connection refused)" in broker.new_log_text()
-        assert local_segments(broker, topic)[0] == 0
         # Produce and fetch go on meanwhile, on a local topic and on the tiered one's local log.
         for round_ in range(3):
             produce_confluent(broker.bootstrap, plain, [Spec(0, b"k", f"plain-{round_}".encode())], acks="all")
@@ -359,14 +362,21 @@ def test_an_unreachable_endpoint_stalls_no_local_partition_and_copying_resumes_o
             assert got.value == f"plain-{round_}".encode()
         records = consume_confluent(broker.bootstrap, topic, {0: 0}, count)
         assert [r.offset for r in records] == list(range(count))
+        wait_until(lambda: scrape(broker).get(METRICS + "remotecopyerrors_total", 0) >= 1, "copy errors counted",
+                   timeout_s=40)
+        why = "connection refused" if endpoint == "refusing" else "timed out"
+        assert f"cannot reach the endpoint ({why})" in broker.new_log_text()
+        assert local_segments(broker, topic)[0] == 0
 
+        listener.close()
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         server.start()  # the same moto backend: the bucket is there
-        wait_until(lambda: local_segments(broker, topic)[0] > 0, "copies once the endpoint answers")
+        wait_until(lambda: local_segments(broker, topic)[0] > 0, "copies once the endpoint answers", timeout_s=40)
         records = consume_confluent(broker.bootstrap, topic, {0: 0}, count)
         assert [r.offset for r in records] == list(range(count))
         assert [r.value for r in records] == [s.value for s in specs(count)]
     finally:
         broker.stop()
+        listener.close()
         if server is not None:
             server.stop()

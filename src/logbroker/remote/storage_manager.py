@@ -48,11 +48,12 @@ log = logging.getLogger("kafka.log.remote.RemoteStorageManager")
 PART_BYTES = 16 << 20
 PARTS_IN_FLIGHT = 4
 # Each request: 3 retries, 0.1 s then doubling up to 2 s apart, none started after 10 s; connecting
-# may take 5 s and a whole request 60 s (a 16 MiB part at 2 Mbit/s).
+# may take 5 s, an endpoint may be silent for 10 s (a stalled connection), and a whole request
+# may take 60 s (a 16 MiB part at 2 Mbit/s).
 STORE_RETRIES = {"max_retries": 3, "retry_timeout": timedelta(seconds=10),
                  "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2),
                              "base": 2}}
-STORE_TIMEOUTS = {"connect_timeout": "5s", "timeout": "60s"}
+STORE_TIMEOUTS = {"connect_timeout": "5s", "read_timeout": "10s", "timeout": "60s"}
 
 
 class RemoteStorageError(UnknownServerError):
@@ -265,10 +266,12 @@ _S3_CODES = {
     "SignatureDoesNotMatch": "the credentials were refused",
 }
 
-# What obstore's message says when no connection was made (its first line only names the request).
+# What obstore's message (its debug dump after the first line) says when the endpoint did not
+# answer: no connection made, or no answer within the timeouts.
 _CONNECT_FAILURES = {
     "Connection refused": "connection refused",
     "dns error": "the host name does not resolve",
     "tcp connect error": "cannot connect",
+    "kind: Timeout": "timed out",
     "operation timed out": "timed out",
 }
