@@ -90,15 +90,18 @@ def alter_topic(bootstrap: str, topic: str, **configs: str) -> None:
     admin(bootstrap).incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
 
 
-@pytest.mark.parametrize("trigger", ["delete_records", "retention_bytes"])
+@pytest.mark.parametrize("trigger", ["delete_records", "retention_bytes", "retention_ms"])
 def test_kill_during_remote_expiry_loses_nothing_inside_retention_and_the_next_run_finishes_it(
         tmp_path, bucket, trigger):
     broker = start_broker(tmp_path, bucket)
     topic = f"expiry-{trigger.replace('_', '-')}"
     count = 1000
+    # The first half two hours old, the rest one hour: retention.ms of 90 minutes expires the first.
+    written = [Spec(0, s.key, s.value, timestamp=s.timestamp - (7_200_000 if i < count // 2 else 0))
+               for i, s in enumerate(specs(count))]
     try:
         create_topic(broker.bootstrap, topic, config=SMALL_SEGMENTS)
-        produce_confluent(broker.bootstrap, topic, specs(count), **PRODUCER, acks="all")
+        produce_confluent(broker.bootstrap, topic, written, **PRODUCER, acks="all")
         wait_until(lambda: all_copied(broker, bucket, topic), "every closed segment copied")
         segments = remote_metadata(bucket, topic)
         assert len(segments) >= 20
@@ -108,12 +111,16 @@ def test_kill_during_remote_expiry_loses_nothing_inside_retention_and_the_next_r
             kept_from = segments[half]["start_offset"] + 3  # inside a segment: that one stays
             [deleted] = admin(broker.bootstrap).delete_records([CkTopicPartition(topic, 0, kept_from)]).values()
             assert deleted.result(TIMEOUT_S).low_watermark == kept_from
-        else:
+        elif trigger == "retention_bytes":
             # retention.bytes counts remote and local bytes: exactly the older half exceeds it.
             active = (broker.data_dir / f"{topic}-0" / f"{local_segments(broker, topic)[-1]:020d}.log").stat().st_size
             kept_from = segments[half]["start_offset"]
             alter_topic(broker.bootstrap, topic, retention_bytes=str(
                 sum(m["segment_size_in_bytes"] for m in segments[half:]) + active))
+        else:
+            half = next(i for i, m in enumerate(segments) if m["end_offset"] >= count // 2)
+            kept_from = segments[half]["start_offset"]
+            alter_topic(broker.bootstrap, topic, retention_ms=str(5_400_000))
         wait_until(lambda: len([k for k in bucket.keys(prefix) if k.endswith(".metadata")]) < len(segments),
                    "remote expiry under way", timeout_s=30)
         broker.kill()
@@ -139,7 +146,7 @@ def test_kill_during_remote_expiry_loses_nothing_inside_retention_and_the_next_r
         records = consume_confluent(broker.bootstrap, topic, {0: OFFSET_BEGINNING}, count - kept_from,
                                     **{"auto.offset.reset": "earliest"})
         assert [r.offset for r in records] == list(range(kept_from, count))  # no gap, no duplicate
-        assert [r.value for r in records] == [s.value for s in specs(count)][kept_from:]
+        assert [(r.value, r.timestamp) for r in records] == [(s.value, s.timestamp) for s in written][kept_from:]
     finally:
         broker.stop()
 
