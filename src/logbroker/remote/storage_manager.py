@@ -203,8 +203,15 @@ class RemoteStorageManager:
             return True
         except FileNotFoundError:
             return False
+        except (PermissionDeniedError, UnauthenticatedError):
+            pass  # S3 answers a HEAD with a bare 403: a GET's answer names the S3 error code
         except Exception as exc:  # noqa: BLE001
             raise mapped_error(exc, key) from exc
+        try:
+            await self.get(key)
+            return True
+        except RemoteResourceNotFoundError:
+            return False
 
     async def get(self, key: str) -> bytes:
         try:
@@ -248,7 +255,7 @@ def mapped_error(exc: Exception, key: str, *, writing: bool = False) -> RemoteSt
     for code, meaning in _S3_CODES.items():
         if f"<Code>{code}</Code>" in text:
             return RemoteStorageError(f"Remote store failed on {key}: {meaning} ({code})")
-    if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)):  # a HEAD's answer names no code
+    if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)):  # an answer without a code
         return RemoteStorageError(f"Remote store failed on {key}: the credentials were refused or lack "
                                   f"a permission (HTTP 403)")
     for cause, meaning in _CONNECT_FAILURES.items():
