@@ -277,6 +277,7 @@ def test_a_truncated_or_missing_remote_object_fails_only_its_partition_with_a_cl
         assert f"Unreadable remote segment metadata {stored(garbage, '.metadata')}" in broker.new_log_text()
         assert objects(bucket, prefix) == before
         assert broker.running
+        assert broker.new_log_text().count(f"Remote log manager task failed on {topic}-0") <= 3  # rate-limited
         bucket.client.put_object(Bucket=bucket.name, Key=key(garbage, ".metadata"), Body=metadata)
         wait_until(lambda: fetch_both(broker, topic, {0: 0, 1: 0})[0][0] == 0, "the store loaded once mended")
         records = consume_confluent(broker.bootstrap, topic, {0: garbage["start_offset"]}, 801 - garbage["start_offset"])
