@@ -11,16 +11,18 @@ without losing which branch a value took).
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable
 from typing import Any
 
 import fastavro
+import fastavro.validation
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType,
                                DecimalType, DoubleType, FloatType, IntegerType, LongType, MapType,
                                StringType, StructField, StructType, TimestampNTZType,
                                TimestampType)
 
-from logbroker.spark.errors import OptionError
+from logbroker.spark.errors import FieldMismatch, OptionError
 
 _PRIMITIVES: dict[str, DataType] = {
     "int": IntegerType(), "long": LongType(), "float": FloatType(), "double": DoubleType(),
@@ -135,9 +137,28 @@ def decoder(writer: Any, reader: Any | None) -> Callable[[bytes], Any]:
 
 
 def encoder(schema: Any) -> Callable[[Any], bytes]:
+    """Encodes a value with `schema`; raises FieldMismatch (from fastavro's validation, on the
+    failing value only) naming the field that does not fit."""
+
     def encode(value: Any) -> bytes:
         out = io.BytesIO()
-        fastavro.schemaless_writer(out, schema, value)
+        try:
+            fastavro.schemaless_writer(out, schema, value)
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as e:
+            raise _mismatch(schema, value, e) from None
         return out.getvalue()
 
     return encode
+
+
+def _mismatch(schema: Any, value: Any, error: Exception) -> FieldMismatch:
+    try:
+        fastavro.validation.validate(value, schema, raise_errors=True)
+    except fastavro.validation.ValidationError as found:
+        # The deepest error is the one inside a union; fastavro names a field by its path of
+        # field and record names, where a record named after its field repeats.
+        deepest = max(found.errors, key=lambda e: (e.field or "").count("."))
+        names = (deepest.field or "").split(".")[1:]
+        path = ".".join(n for i, n in enumerate(names) if i == 0 or n != names[i - 1])
+        return FieldMismatch(path, f"{deepest.datum!r} is not a valid {json.dumps(deepest.schema)}")
+    return FieldMismatch("", f"{type(error).__name__}: {error}")
