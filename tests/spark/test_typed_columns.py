@@ -1,5 +1,5 @@
 """Typed columns: registry-framed Avro, Protobuf and JSON values decoded into struct columns, and
-struct columns written Avro-framed, against a real broker serving the schema registry (over its
+struct columns written Avro-framed (Protobuf and JSON writes: test_typed_writes.py), against a real broker serving the schema registry (over its
 REST API) and confluent-kafka's serializers and deserializers as the other side."""
 
 from __future__ import annotations
@@ -17,25 +17,11 @@ from pyspark.sql.types import (ArrayType, DoubleType, LongType, StringType, Stru
                                StructType, TimestampType)
 from spark_kafka import consume_all, create_topic, new_topic_name, produce
 
-from logbroker.testing import SCHEMA_REGISTRY_OVERRIDES, TEST_OVERRIDES, BrokerProcess
-
 ROWS = 100_000
 USER_V1 = {"type": "record", "name": "User", "namespace": "example",
            "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
 USER_V2 = {**USER_V1, "fields": USER_V1["fields"] + [
     {"name": "email", "type": "string", "default": "unknown"}]}
-
-
-@pytest.fixture(scope="module")
-def registry_broker(tmp_path_factory):
-    process = BrokerProcess(tmp_path_factory.mktemp("typed"),
-                            overrides={**TEST_OVERRIDES, **SCHEMA_REGISTRY_OVERRIDES})
-    process.start()
-    try:
-        process.registry_url = process.schema_registry_url()
-        yield process
-    finally:
-        process.kill()
 
 
 def typed_read(spark, broker, topic: str, **options):

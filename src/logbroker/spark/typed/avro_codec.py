@@ -155,10 +155,10 @@ def _mismatch(schema: Any, value: Any, error: Exception) -> FieldMismatch:
     try:
         fastavro.validation.validate(value, schema, raise_errors=True)
     except fastavro.validation.ValidationError as found:
-        # The deepest error is the one inside a union; fastavro names a field by its path of
-        # field and record names, where a record named after its field repeats.
-        deepest = max(found.errors, key=lambda e: (e.field or "").count("."))
-        names = (deepest.field or "").split(".")[1:]
-        path = ".".join(n for i, n in enumerate(names) if i == 0 or n != names[i - 1])
-        return FieldMismatch(path, f"{deepest.datum!r} is not a valid {json.dumps(deepest.schema)}")
+        # fastavro names a field "<its record's full name>.<field>"; inside a union the
+        # deepest (longest) is the one that says what is wrong.
+        deepest = max(found.errors, key=lambda e: len(e.field or ""))
+        field = deepest.field or ""
+        return FieldMismatch(field.rsplit(".", 1)[-1], f"{deepest.datum!r} is not a valid "
+                                                       f"{json.dumps(deepest.schema)} ({field})")
     return FieldMismatch("", f"{type(error).__name__}: {error}")
