@@ -22,7 +22,7 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
-from google.protobuf import message_factory
+from google.protobuf import descriptor_pb2, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DoubleType,
                                FloatType, IntegerType, LongType, MapType, StringType, StructField,
@@ -160,8 +160,10 @@ def _proto_type(data_type: DataType, field: str, nested: list[str], indent: str)
         name = field[:1].upper() + field[1:]
         nested.append(_message(data_type, name, indent))
         return name
-    raise OptionError(f"field {field}: {data_type.simpleString()} has no Protobuf type here "
-                      "(arrays and maps cannot nest directly)")
+    if isinstance(data_type, ArrayType | MapType):
+        raise OptionError(f"field {field}: {data_type.simpleString()} cannot be a list element "
+                          "or map value in Protobuf (arrays and maps cannot nest directly)")
+    raise OptionError(f"field {field}: {data_type.simpleString()} has no Protobuf type")
 
 
 def encoder(descriptor: Descriptor) -> Callable[[dict], bytes]:
@@ -198,7 +200,9 @@ def _fill(message: Any, value: Any, path: str) -> None:
         except (TypeError, ValueError) as e:
             if isinstance(e, FieldMismatch):
                 raise
-            raise FieldMismatch(where, str(e)) from None
+            kind = descriptor_pb2.FieldDescriptorProto.Type.Name(field.type)[5:].lower()
+            raise FieldMismatch(where, f"{item!r} does not fit the Protobuf {kind} field: {e}"
+                                ) from None
 
 
 def _set(message: Any, field: FieldDescriptor, item: Any, where: str) -> None:
