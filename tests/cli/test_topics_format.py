@@ -27,6 +27,25 @@ def test_describe_prints_the_topic_line_then_partitions_in_order():
     ]
 
 
+def test_a_tiered_partition_line_ends_with_its_local_and_remote_log():
+    from dataclasses import replace
+
+    from logbroker.protocol.responses.describe_log_dirs import LogDirPartition, RemoteLogInfo
+    copied = LogDirPartition(0, 21636, 0, False, RemoteLogInfo(200893, 26, 0, 1455))
+    none_yet = LogDirPartition(1, 812, 0, False, RemoteLogInfo(0, 0, -1, -1))
+    not_said = LogDirPartition(2, 4096, 0, False)  # a broker without logbroker's remote field
+    [p0, p1, p2] = sorted(TOPIC.partitions, key=lambda p: p.partition)
+    lines = describe_lines(replace(TOPIC, partitions=(replace(p0, sizes=copied), replace(p1, sizes=none_yet),
+                                                       replace(p2, sizes=not_said))))
+    assert lines[1:] == [
+        "\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2,3"
+        "\tLocalSize: 21636\tRemoteSize: 200893\tRemoteSegments: 26\tRemoteOffsets: 0-1455",
+        "\tTopic: orders\tPartition: 1\tLeader: 2\tReplicas: 2,3,1\tIsr: 2,3"
+        "\tLocalSize: 812\tRemoteSize: 0\tRemoteSegments: 0\tRemoteOffsets: none",
+        "\tTopic: orders\tPartition: 2\tLeader: none\tReplicas: 3,1,2\tIsr: \tLocalSize: 4096\tRemoteSize: unknown",
+    ]
+
+
 def test_zero_topic_id_is_left_out():
     topic = TopicView("t", "AAAAAAAAAAAAAAAAAAAAAA", (PartitionView(0, 0, (0,), (0,)),), ())
     assert describe_lines(topic)[0] == "Topic: t\tPartitionCount: 1\tReplicationFactor: 1\tConfigs: "

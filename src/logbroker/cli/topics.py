@@ -8,6 +8,13 @@ Same options and output as Kafka's tool, against logbroker or any Kafka cluster:
     	Topic: t	Partition: 0	Leader: 1	Replicas: 1	Isr: 1
     	…
 
+A tiered topic's partition lines (remote.storage.enable=true) go on with the leader's local and
+remote log: `LocalSize` (bytes of the `.log` files on the leader's disk), `RemoteSize` (bytes of
+its segments in the remote store), `RemoteSegments` and `RemoteOffsets` (first-last offset held
+remotely, `none` without remote segments), all from DescribeLogDirs (log_dir_usage.py; the
+remote fields are a tagged field of logbroker's, `unknown` from a broker that does not send it).
+Other topics' lines are Kafka's.
+
 `--topic` names one topic for --create; for the other actions it is a regular expression (with
 ',' meaning '|'), matched against whole names, as Kafka's include lists are. Errors are one line
 on stderr, `Error: <what happened> (<KAFKA_ERROR_NAME>).`, with exit code 1.
@@ -16,7 +23,8 @@ on stderr, `Error: <what happened> (<KAFKA_ERROR_NAME>).`, with exit code 1.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import click
 
@@ -27,9 +35,13 @@ from logbroker.cli.common import (
     bootstrap_option,
     fail,
     fail_with,
+    load_properties_file,
     one_action,
     parse_key_values,
 )
+
+if TYPE_CHECKING:
+    from logbroker.protocol.responses.describe_log_dirs import LogDirPartition
 
 TIMEOUT_S = 15.0
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -44,6 +56,7 @@ class PartitionView:
     leader: int | None
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    sizes: LogDirPartition | None = None  # the leader's replica, for a tiered topic's partition
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +78,18 @@ def topic_line(topic: TopicView) -> str:
 def partition_line(topic: str, p: PartitionView) -> str:
     leader = "none" if p.leader is None else str(p.leader)
     return (f"\tTopic: {topic}\tPartition: {p.partition}\tLeader: {leader}"
-            f"\tReplicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}")
+            f"\tReplicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+            + ("" if p.sizes is None else size_fields(p.sizes)))
+
+
+def size_fields(sizes: LogDirPartition) -> str:
+    """The local and remote log fields of a tiered partition's line."""
+    remote = sizes.remote
+    if remote is None:
+        return f"\tLocalSize: {sizes.partition_size}\tRemoteSize: unknown"
+    offsets = "none" if remote.segment_count == 0 else f"{remote.start_offset}-{remote.end_offset}"
+    return (f"\tLocalSize: {sizes.partition_size}\tRemoteSize: {remote.size_bytes}"
+            f"\tRemoteSegments: {remote.segment_count}\tRemoteOffsets: {offsets}")
 
 
 def describe_lines(topic: TopicView, *, under_replicated: bool = False,
@@ -260,6 +284,9 @@ def _describe(admin, bootstrap: str, expression: str | None, exclude_internal: b
             (entry.name, entry.value) for entry in entries.values()
             if _source(entry) != ConfigSource.DEFAULT_CONFIG.value and not entry.is_default
             and entry.value is not None))
+    tiered = {name for name in names
+              if dict(configs_by_topic.get(name, ())).get("remote.storage.enable", "").lower() == "true"}
+    sizes = _replica_sizes(bootstrap, command_config, tiered) if tiered else {}
     for name in names:
         if paged is not None:
             topic_id, found = paged[name]
@@ -275,11 +302,28 @@ def _describe(admin, bootstrap: str, expression: str | None, exclude_internal: b
                 PartitionView(p.id, None if p.leader is None or p.leader.id < 0 else p.leader.id,
                               tuple(n.id for n in p.replicas), tuple(n.id for n in p.isr))
                 for p in description.partitions)
+        if name in tiered:
+            partitions = tuple(replace(p, sizes=sizes.get((p.leader, name, p.partition)))
+                               for p in partitions)
         view = TopicView(name=name, topic_id=topic_id, partitions=partitions,
                          configs=configs_by_topic.get(name, ()))
         for line in describe_lines(view, under_replicated=under_replicated,
                                    unavailable=unavailable):
             click.echo(line)
+
+
+def _replica_sizes(bootstrap: str, command_config: str | None,
+                   topics: set[str]) -> dict[tuple[int, str, int], LogDirPartition]:
+    """Every broker's replicas of `topics` with their local and remote sizes; {} with a warning
+    when a broker cannot say (the lines are then printed without sizes)."""
+    from logbroker.client import client_security
+    from logbroker.log_dir_usage import replica_sizes
+    try:
+        return replica_sizes(bootstrap, client_security(load_properties_file(command_config, "--command-config")),
+                             topics=topics)
+    except Exception as e:  # noqa: BLE001 — the topics are still described, without sizes
+        click.echo(f"WARNING: cannot read the log sizes (DescribeLogDirs): {error_sentence(e)}", err=True)
+        return {}
 
 
 def _source(entry) -> int:

@@ -127,7 +127,7 @@ def create_app(cluster: Cluster, *, read_only: bool = False,
         name = request.path_params["name"]
         tab = request.query_params.get("tab", "messages")
         try:
-            info = await call(cluster.topic, name)
+            info = await call(cluster.topic, name, sizes=tab == "partitions")
             configs = await call(cluster.configs, name) if tab == "configs" else []
             configs.sort(key=lambda c: (c.is_default, c.name))  # the topic's overrides first
             consumers = await call(cluster.groups_of_topic, name) if tab == "consumers" else []

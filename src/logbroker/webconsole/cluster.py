@@ -36,6 +36,7 @@ from logbroker.webconsole.model import (
     Message,
     MessagePage,
     PartitionInfo,
+    PartitionSizes,
     ScramUser,
     TopicInfo,
 )
@@ -161,11 +162,36 @@ class Cluster:
                                     error_sentence(topic.error) if topic.error else None))
         return result
 
-    def topic(self, name: str) -> TopicInfo:
+    def topic(self, name: str, *, sizes: bool = False) -> TopicInfo:
+        """One topic with its offsets and, with `sizes` when it is tiered (remote.storage.enable),
+        each partition's local and remote size from its leader."""
         found = self.topics([name])
         if not found:
             raise NotFoundError(f"Topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PARTITION).")
-        return found[0]
+        topic = found[0]
+        if not sizes or (self.config_values([name], "remote.storage.enable").get(name) or "").lower() != "true":
+            return topic
+        by_replica = self.partition_sizes(name)
+        return dataclasses.replace(topic, partitions=tuple(
+            dataclasses.replace(p, sizes=by_replica.get((p.leader, p.partition))) for p in topic.partitions))
+
+    def partition_sizes(self, topic: str) -> dict[tuple[int, int], PartitionSizes]:
+        """(broker id, partition) → that broker's replica's sizes; {} when the brokers cannot
+        say (the page then shows the partitions without them)."""
+        from logbroker.client import client_security
+        from logbroker.log_dir_usage import replica_sizes
+        try:
+            replicas = replica_sizes(self.bootstrap, client_security(self.properties), topics={topic})
+        except Exception:  # noqa: BLE001 — DescribeLogDirs refused or a broker unreachable
+            return {}
+        sizes = {}
+        for (broker_id, _, partition), r in replicas.items():
+            remote = r.remote
+            sizes[(broker_id, partition)] = PartitionSizes(r.partition_size) if remote is None else PartitionSizes(
+                r.partition_size, remote.size_bytes, remote.segment_count,
+                remote.start_offset if remote.segment_count else None,
+                remote.end_offset if remote.segment_count else None)
+        return sizes
 
     def list_offsets(self, partitions: Iterable[tuple[str, int]], spec) -> dict[tuple[str, int], int]:
         """(topic, partition) → the offset `spec` (an OffsetSpec) names; partitions whose answer

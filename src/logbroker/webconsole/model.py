@@ -20,6 +20,20 @@ class Broker:
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionSizes:
+    """A tiered partition's log as its leader describes it (DescribeLogDirs): `local_bytes` on
+    its disk, and what the remote store holds — None where the leader does not say (a broker
+    that does not send logbroker's remote log field, or segment metadata not read yet); the
+    remote offsets are None without remote segments."""
+
+    local_bytes: int
+    remote_bytes: int | None = None
+    remote_segments: int | None = None
+    remote_start_offset: int | None = None
+    remote_end_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PartitionInfo:
     """One partition as Metadata describes it, with its offsets when they were asked for.
     `start_offset <= end_offset`; the record count is their difference (compaction and
@@ -31,6 +45,7 @@ class PartitionInfo:
     isr: tuple[int, ...]
     start_offset: int | None = None
     end_offset: int | None = None
+    sizes: PartitionSizes | None = None  # tiered topics only, on the topic page
 
     @property
     def offline(self) -> bool:
@@ -62,6 +77,10 @@ class TopicInfo:
     def records(self) -> int | None:
         counts = [p.records for p in self.partitions]
         return None if not counts or None in counts else sum(counts)
+
+    @property
+    def tiered(self) -> bool:
+        return any(p.sizes is not None for p in self.partitions)
 
     @property
     def end_offset_sum(self) -> int | None:
