@@ -11,6 +11,7 @@ import json
 
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -124,6 +125,21 @@ def test_protobuf_auto_registered_schema_round_trips_nulls_maps_and_nested(spark
     assert [(item.sku, item.qty) for item in eleven.items] == [("s", 11)]
     zero = deserializer(records[0], context)
     assert [f for f in ("score", "raw", "seen", "addr") if zero.HasField(f)] == []
+
+
+def test_avro_auto_registered_schema_round_trips_maps_and_nested(spark, registry_broker):
+    topic = new_topic_name()
+    create_topic(registry_broker.bootstrap, topic, 1)
+    df = spark.range(300).selectExpr("CAST(id AS STRING) AS key", RICH.format(extra=""))
+    write(df, registry_broker, topic, valueFormat="avro", valueSchemaAutoRegister="true")
+
+    assert spark_values(typed_read(spark, registry_broker, topic, valueFormat="avro")) == \
+        spark_values(df)
+    deserializer = AvroDeserializer(SchemaRegistryClient({"url": registry_broker.registry_url}))
+    eleven = deserializer(by_key(registry_broker, topic)[11],
+                          SerializationContext(topic, MessageField.VALUE))
+    assert (eleven["attrs"], eleven["addr"], eleven["raw"]) == (
+        {"a": 11, "b": 22}, {"city": "c11", "zip": 11}, b"r11")
 
 
 def test_json_write_with_the_subjects_latest_reads_with_confluents_deserializer(
