@@ -19,7 +19,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DateType, Dec
 from logbroker.schema_registry import wire
 from logbroker.schema_registry.formats.json_schema import JsonSchema
 from logbroker.spark.errors import FieldMismatch, OptionError
-from logbroker.spark.typed import json_codec, protobuf_codec
+from logbroker.spark.typed import avro_codec, json_codec, protobuf_codec
 
 ADDRESS = StructType([StructField("city", StringType()), StructField("zip", IntegerType())])
 COMMON = [StructField("id", LongType(), False), StructField("n", IntegerType()),
@@ -126,3 +126,35 @@ def test_types_without_a_mapping_are_refused_when_the_schema_is_derived(derive, 
     struct = StructType([StructField("f", data_type)])
     with pytest.raises(OptionError, match=re.escape(f"field f: {message}")):
         derive(struct, "M") if derive is protobuf_codec.proto_schema else derive(struct)
+
+
+ADDR_AVRO = {"type": "record", "name": "Addr", "fields": [{"name": "city", "type": "string"}]}
+USER_AVRO = {"type": "record", "name": "User", "namespace": "example", "fields": [
+    {"name": "name", "type": "string"}, {"name": "addr", "type": ["null", ADDR_AVRO]},
+    {"name": "prev", "type": {"type": "array", "items": "example.Addr"}},
+    {"name": "byCity", "type": {"type": "map", "values": "example.Addr"}}]}
+WITH_ZIP = StructType([StructField("city", StringType()), StructField("zip", IntegerType())])
+WIDER = StructType([StructField("name", StringType()), StructField("extra", LongType()),
+                    StructField("addr", WITH_ZIP), StructField("prev", ArrayType(WITH_ZIP)),
+                    StructField("byCity", MapType(StringType(), WITH_ZIP))])
+UNKNOWN = ["extra", "addr.zip", "prev[].zip", "byCity[].zip"]
+
+
+def test_column_fields_the_writer_schema_lacks_are_found_in_avro():
+    parsed, named = wire.avro_schema(json.dumps(USER_AVRO))
+    assert avro_codec.unknown_fields(WIDER, parsed, named) == UNKNOWN
+    narrower = StructType([f for f in WIDER.fields if f.name != "extra"])
+    assert avro_codec.unknown_fields(StructType([StructField("name", StringType())]), parsed,
+                                     named) == []
+    assert avro_codec.unknown_fields(narrower, parsed, named) == UNKNOWN[1:]
+
+
+def test_column_fields_the_writer_message_lacks_are_found_in_protobuf():
+    city = StructType([StructField("city", StringType())])
+    user = StructType([StructField("name", StringType()), StructField("addr", city),
+                       StructField("prev", ArrayType(city)),
+                       StructField("byCity", MapType(StringType(), city))])
+    message = wire.message_by_name(wire.protobuf_file(
+        protobuf_codec.proto_schema(user, "User"), ()), None)
+    assert protobuf_codec.unknown_fields(WIDER, message) == UNKNOWN
+    assert protobuf_codec.unknown_fields(user, message) == []

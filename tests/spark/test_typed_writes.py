@@ -226,3 +226,19 @@ def test_a_row_that_does_not_fit_its_schema_fails_the_write_naming_the_field(
     with pytest.raises(Exception, match=why):
         write(df, registry_broker, topic, valueFormat=fmt, valueMessageName="User")
     assert consume_all(registry_broker.bootstrap, topic, 1) == []
+
+
+@pytest.mark.parametrize("fmt, schema", [("avro", Schema(json.dumps(USER_V1), "AVRO")),
+                                         ("protobuf", Schema(AUDIT_AND_USER, "PROTOBUF"))])
+def test_a_column_field_the_schema_lacks_is_refused_before_any_row_is_written(
+        spark, registry_broker, fmt, schema):
+    topic = new_topic_name()
+    create_topic(registry_broker.bootstrap, topic, 1)
+    schema_id = SchemaRegistryClient({"url": registry_broker.registry_url}).register_schema(
+        f"{topic}-value", schema)
+    df = spark.range(5).selectExpr("named_struct('name', 'x', 'age', CAST(id AS INT), "
+                                   "'email', 'x@y') AS value")
+    with pytest.raises(Exception, match=f"value: {fmt} schema id {schema_id} .* has no field for "
+                                        r"value\.email; its values would not be written"):
+        write(df, registry_broker, topic, valueFormat=fmt, valueMessageName="User")
+    assert consume_all(registry_broker.bootstrap, topic, 1) == []

@@ -76,8 +76,10 @@ def _encoder(typed: TypedOptions, column: ColumnFormat,
         schema = registry.schema_by_id(typed, column.schema_id)
         references = registry.resolved_references(typed, schema)
         header = b"\x00" + column.schema_id.to_bytes(4, "big")
+        spark_type = from_arrow_type(arrow_type)
         if column.format == "avro":
-            parsed, _ = wire.avro_schema(schema.schema_str, references)
+            parsed, named = wire.avro_schema(schema.schema_str, references)
+            _refuse_unknown(column, avro_codec.unknown_fields(spark_type, parsed, named))
             encode = avro_codec.encoder(parsed)
         elif column.format == "protobuf":
             try:
@@ -85,14 +87,25 @@ def _encoder(typed: TypedOptions, column: ColumnFormat,
                                                column.message_name)
             except KeyError as e:
                 raise OptionError(f"{column.column}: {e.args[0]}") from None
+            _refuse_unknown(column, protobuf_codec.unknown_fields(spark_type, message))
             header += wire.message_index_bytes(message)
             encode = protobuf_codec.encoder(message)
         else:
             validator = JsonSchema(schema.schema_str, references).validator()
-            encode = json_codec.encoder(from_arrow_type(arrow_type), validator)
+            encode = json_codec.encoder(spark_type, validator)
         return lambda value: header + encode(value)
 
     return registry.cached(typed, ("encoder", column, str(arrow_type)), build)
+
+
+def _refuse_unknown(column: ColumnFormat, missing: list[str]) -> None:
+    """A column field the writer schema lacks would not be written: refuse it (JSON needs no
+    such check: its properties are written whatever the schema lists, and validated)."""
+    if missing:
+        raise OptionError(f"{column.column}: {column.format} schema id {column.schema_id} "
+                          f"(subject {column.subject!r}) has no field for "
+                          f"{', '.join(f'{column.column}.{m}' for m in missing)}; its values "
+                          "would not be written")
 
 
 def encoded(typed: TypedOptions | None,

@@ -166,6 +166,28 @@ def _proto_type(data_type: DataType, field: str, nested: list[str], indent: str)
     raise OptionError(f"field {field}: {data_type.simpleString()} has no Protobuf type")
 
 
+def unknown_fields(data_type: StructType, descriptor: Descriptor, path: str = "") -> list[str]:
+    """The paths of struct fields (nested ones too) that `descriptor`'s message has no field
+    for. Fields whose types differ are found per row instead."""
+    missing = []
+    for f in data_type.fields:
+        where = f"{path}.{f.name}" if path else f.name
+        field = descriptor.fields_by_name.get(f.name)
+        if field is None:
+            missing.append(where)
+            continue
+        inner, spark = field, f.dataType
+        if _is_map(field) and isinstance(spark, MapType):
+            inner, spark, where = (field.message_type.fields_by_name["value"], spark.valueType,
+                                   f"{where}[]")
+        elif field.is_repeated and isinstance(spark, ArrayType):
+            spark, where = spark.elementType, f"{where}[]"
+        if (inner.type == FieldDescriptor.TYPE_MESSAGE and isinstance(spark, StructType)
+                and inner.message_type.full_name != TIMESTAMP):
+            missing += unknown_fields(spark, inner.message_type, where)
+    return missing
+
+
 def encoder(descriptor: Descriptor) -> Callable[[dict], bytes]:
     """Encodes a struct value (a dict by field name) as `descriptor`'s message. Raises
     FieldMismatch for a field the message lacks, a value of the wrong kind, or a null the
