@@ -242,3 +242,29 @@ def test_a_column_field_the_schema_lacks_is_refused_before_any_row_is_written(
                                         r"value\.email; its values would not be written"):
         write(df, registry_broker, topic, valueFormat=fmt, valueMessageName="User")
     assert consume_all(registry_broker.bootstrap, topic, 1) == []
+
+
+@pytest.mark.parametrize("fmt", ["protobuf", "json"])
+def test_a_given_schema_version_frames_the_records_with_that_versions_id(
+        spark, registry_broker, fmt):
+    topic = new_topic_name()
+    create_topic(registry_broker.bootstrap, topic, 1)
+    registry = SchemaRegistryClient({"url": registry_broker.registry_url})
+    if fmt == "protobuf":
+        v1 = Schema('syntax = "proto3";\nmessage Item { string name = 1; }\n', "PROTOBUF")
+        v2 = Schema('syntax = "proto3";\nmessage Item { string name = 1; int64 n = 2; }\n',
+                    "PROTOBUF")
+    else:
+        v1 = Schema(json.dumps({"type": "object", "properties": {"name": {"type": "string"}}}),
+                    "JSON")
+        v2 = Schema(json.dumps({"title": "Item", "type": "object",
+                                "properties": {"name": {"type": "string"}}}), "JSON")
+    first = registry.register_schema(f"{topic}-value", v1)
+    second = registry.register_schema(f"{topic}-value", v2)
+    df = spark.range(3).selectExpr("CAST(id AS STRING) AS key",
+                                   "named_struct('name', concat('n', id)) AS value")
+    write(df, registry_broker, topic, valueFormat=fmt, valueSchemaVersion="1")
+    write(df, registry_broker, topic, valueFormat=fmt)
+    ids = [int.from_bytes(r["value"][1:5], "big")
+           for r in consume_all(registry_broker.bootstrap, topic, 1)]
+    assert ids == [first] * 3 + [second] * 3
