@@ -331,6 +331,18 @@ class RemoteLogManager(RemoteLogReads):
         state = self.states.get(tp)
         return -1 if state is None else state.highest_offset
 
+    async def followed_segments(self, tp: TopicPartition) -> list[RemoteLogSegmentMetadata] | None:
+        """The remote segments of a partition followed here, read from the store now (for a
+        follower rebuilding its state from them: aux_state.py); None when the partition is not
+        followed here as a tiered one. RemoteStorageError when the store cannot be listed."""
+        async with self._lock(tp):
+            state = self.states.get(tp)
+            partition = self.partitions.get(tp)
+            if state is None or state.as_leader or partition is None:
+                return None
+            await self._follow(state, partition.log)
+            return list(state.segments)
+
     def epoch_for_offset(self, tp: TopicPartition, offset: int) -> int | None:
         state = self.states.get(tp)
         segment = state.segment_for(offset) if state is not None else None

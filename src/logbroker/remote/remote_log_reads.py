@@ -104,15 +104,20 @@ class RemoteLogReads:
         if not data:
             return data, ()
         upper = _next_offset_after(data)
-        aborted = []
+        # Kafka's collectAbortedTransactions: an abort's entry is in the segment of its marker,
+        # which may be any later one; walk on (remote, then local) until an entry's last stable
+        # offset reaches `upper`, past which no transaction overlapping the records was open.
+        aborted, complete = [], False
         for later in state.segments_after(segment):
-            if later.start_offset >= upper:
-                break
             if later.has_txn_index:
                 for txn in decode_aborted_txns(await self._index(later, TRANSACTION_INDEX)):
                     if txn.last_offset >= fetch_offset and txn.first_offset < upper:
                         aborted.append(txn)
-        aborted.extend(log_.collect_aborted_transactions(fetch_offset, upper))  # markers kept locally
+                    complete = complete or txn.last_stable_offset >= upper
+            if complete:
+                break
+        if not complete:
+            aborted.extend(log_.collect_aborted_transactions(fetch_offset, upper))
         seen = {}
         for txn in aborted:
             seen[(txn.producer_id, txn.first_offset)] = None

@@ -10,8 +10,12 @@ fetch's offset as the follower's log end offset; fetched batches are appended as
 watermark follows the leader's, capped at its own log end; its log start follows the leader's,
 and a follower below the leader's log start (OFFSET_OUT_OF_RANGE) starts its log over there.
 Fetch v14 (topics by id): a follower below the leader's local log start of a tiered partition
-(OFFSET_MOVED_TO_TIERED_STORAGE) does not copy the tiered history; it asks the leader for its
-earliest local offset (ListOffsets -4) and starts its log there, at that offset's leader epoch.
+(OFFSET_MOVED_TO_TIERED_STORAGE) does not copy the tiered history (Kafka's TierStateMachine): it
+asks the leader for its earliest local offset and that offset's epoch (ListOffsets -4), and the
+epoch before (OffsetForLeaderEpoch), then starts its log after the remote segment holding the
+offset before, with that segment's leader epochs and producer snapshot (remote/aux_state.py).
+When the store cannot give them, the partition waits AUX_STATE_BACKOFF_S (one log line a minute)
+and tries again; the others go on fetching.
 
 A new leader or leader epoch for a partition (from the state watches) re-adds it, which means
 truncating again. Errors back off briefly and retry; leadership changes come from ZooKeeper, not
@@ -25,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,7 +38,14 @@ from kio.schema.list_offsets.v8 import request as list_offsets_request
 from kio.schema.offset_for_leader_epoch.v4 import request as ofle_request
 
 from logbroker.client import PLAINTEXT, ClientSecurity, KafkaConnection
-from logbroker.errors import KafkaError, OffsetMovedToTieredStorageError, OffsetOutOfRangeError
+from logbroker.errors import (
+    KafkaError,
+    KafkaStorageError,
+    OffsetMovedToTieredStorageError,
+    OffsetOutOfRangeError,
+)
+from logbroker.log_limits import RateLimitedLog
+from logbroker.remote.aux_state import RemoteLogAuxStateError, read_aux_state, target_epoch
 from logbroker.replication.group_commit import flush_logs
 from logbroker.replication.partition import Partition
 from logbroker.storage.log import EARLIEST_LOCAL_TIMESTAMP, Log
@@ -45,6 +57,7 @@ FETCH_MAX_WAIT_MS = 500
 FETCH_MAX_BYTES = 16 * 1024 * 1024
 PARTITION_MAX_BYTES = 1024 * 1024
 BACKOFF_S = 0.1
+AUX_STATE_BACKOFF_S = 1.0  # Kafka's replica.fetch.backoff.ms for a partition whose state failed
 
 
 @dataclass(slots=True)
@@ -52,6 +65,7 @@ class FetchState:
     partition: Partition
     leader_epoch: int
     truncated: bool = False
+    delayed_until: float = 0.0  # time.monotonic(): building the state from the store failed
 
 
 class ReplicaFetcher:
@@ -61,13 +75,16 @@ class ReplicaFetcher:
                  leader_address: Callable[[int], tuple[str, int] | None],
                  security: ClientSecurity = PLAINTEXT,
                  on_progress: Callable[[TopicPartition], None] | None = None,
-                 on_appended: Callable[[Log], None] | None = None) -> None:
+                 on_appended: Callable[[Log], None] | None = None,
+                 remote_log_manager: Callable[[], object | None] = lambda: None) -> None:
         self.broker_id = broker_id
         self.leader_id = leader_id
         self._leader_address = leader_address
         self._security = security
         self._on_progress = on_progress
         self._on_appended = on_appended
+        self._remote_log_manager = remote_log_manager
+        self._aux_state_log = RateLimitedLog(log, burst=1, interval_s=60.0)
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._wakeup = asyncio.Event()
         self._connection: KafkaConnection | None = None
@@ -139,21 +156,27 @@ class ReplicaFetcher:
                 asks[tp] = latest
         if not asks:
             return
+        answers = await self._epoch_end_offsets(connection, {tp: (pending[tp], epoch) for tp, epoch in asks.items()})
+        for tp, result in answers.items():
+            st = self.partitions.get(tp)
+            if st is None or st is not pending.get(tp) or int(result.error_code) != 0:
+                continue
+            self._truncate_one(st, int(result.leader_epoch), int(result.end_offset))
+
+    async def _epoch_end_offsets(self, connection: KafkaConnection,
+                                 asks: dict[TopicPartition, tuple[FetchState, int]]) -> dict:
+        """OffsetForLeaderEpoch: where each asked epoch ends in the leader's log (its answers
+        by partition)."""
         topics: dict[str, list] = {}
-        for tp, epoch in asks.items():
+        for tp, (st, epoch) in asks.items():
             topics.setdefault(tp.topic, []).append(ofle_request.OffsetForLeaderPartition(
-                partition=tp.partition, current_leader_epoch=pending[tp].leader_epoch, leader_epoch=epoch))
+                partition=tp.partition, current_leader_epoch=st.leader_epoch, leader_epoch=epoch))
         response = await connection.request(ofle_request.OffsetForLeaderEpochRequest(
             replica_id=self.broker_id,
             topics=tuple(ofle_request.OffsetForLeaderTopic(topic=t, partitions=tuple(ps))
                          for t, ps in topics.items())))
-        for topic in response.topics:
-            for result in topic.partitions:
-                tp = TopicPartition(topic.topic, result.partition)
-                st = self.partitions.get(tp)
-                if st is None or st is not pending.get(tp) or int(result.error_code) != 0:
-                    continue
-                self._truncate_one(st, int(result.leader_epoch), int(result.end_offset))
+        return {TopicPartition(topic.topic, result.partition): result
+                for topic in response.topics for result in topic.partitions}
 
     def _truncate_one(self, st: FetchState, leader_epoch: int, leader_end_offset: int) -> None:
         log_ = st.partition.log
@@ -172,8 +195,10 @@ class ReplicaFetcher:
                      and st.partition.log.recovery_point < st.partition.log.log_end_offset]
         if unflushed:
             await asyncio.get_running_loop().run_in_executor(None, flush_logs, unflushed)
-        states = {tp: st for tp, st in self.partitions.items() if st.truncated}
+        now = time.monotonic()
+        states = {tp: st for tp, st in self.partitions.items() if st.truncated and st.delayed_until <= now}
         if not states:
+            await asyncio.sleep(BACKOFF_S)
             return
         topics: dict = {}
         names = {}
@@ -206,7 +231,7 @@ class ReplicaFetcher:
                     log_.truncate_fully_and_start_at(leader_log_start)
                     continue
                 if int(data.error_code) == OffsetMovedToTieredStorageError.code:
-                    await self._start_at_leader_local_start(connection, st)
+                    await self._start_from_tiered_storage(connection, st)
                     continue
                 if int(data.error_code) != 0:
                     backoff = True
@@ -229,11 +254,26 @@ class ReplicaFetcher:
         if backoff:
             await asyncio.sleep(BACKOFF_S)
 
-
-    async def _start_at_leader_local_start(self, connection: KafkaConnection, st: FetchState) -> None:
-        """Kafka's follower on OFFSET_MOVED_TO_TIERED_STORAGE: start the log at the leader's
-        earliest local offset, with the leader epoch there, instead of copying what is tiered."""
+    async def _start_from_tiered_storage(self, connection: KafkaConnection, st: FetchState) -> None:
+        """Kafka's follower on OFFSET_MOVED_TO_TIERED_STORAGE: start the log after the remote
+        segment holding the offset before the leader's earliest local one, with the leader
+        epochs and producer state there (remote/aux_state.py), instead of copying what is
+        tiered. When the store cannot give them: one log line, and the partition waits."""
         tp = st.partition.tp
+        try:
+            await self._build_remote_log_aux_state(connection, st)
+        except KafkaStorageError as exc:  # the store's (RemoteStorageError) or the local disk's
+            st.delayed_until = time.monotonic() + AUX_STATE_BACKOFF_S
+            self._aux_state_log.log(
+                logging.WARNING, str(tp), "Cannot start %s from the leader's local log start: its "
+                "state is not readable from tiered storage (retrying every %d ms): %s", tp,
+                AUX_STATE_BACKOFF_S * 1000, exc)
+
+    async def _build_remote_log_aux_state(self, connection: KafkaConnection, st: FetchState) -> None:
+        tp = st.partition.tp
+        rlm = self._remote_log_manager()
+        if rlm is None:
+            raise RemoteLogAuxStateError("remote.log.storage.system.enable is off on this broker")
         response = await connection.request(list_offsets_request.ListOffsetsRequest(
             replica_id=self.broker_id, isolation_level=0,
             topics=(list_offsets_request.ListOffsetsTopic(name=tp.topic, partitions=(
@@ -243,13 +283,28 @@ class ReplicaFetcher:
         [answer] = [p for t in response.topics for p in t.partitions]
         if int(answer.error_code) != 0 or st is not self.partitions.get(tp):
             return
-        log_ = st.partition.log
-        local_start = int(answer.offset)
-        log.info("%s is below the leader's local log start %d: starting there, the rest is in "
-                 "tiered storage", tp, local_start)
-        log_.truncate_fully_and_start_at(local_start)
-        if int(answer.leader_epoch) >= 0:
-            log_.maybe_assign_epoch_start_offset(int(answer.leader_epoch), local_start)
+        local_start, epoch = int(answer.offset), int(answer.leader_epoch)
+        earlier = None
+        if epoch > 0:  # where the epoch before ends: the epoch of local_start - 1 may be older
+            result = (await self._epoch_end_offsets(connection, {tp: (st, epoch - 1)}))[tp]
+            if int(result.error_code) != 0:
+                return
+            earlier = (int(result.leader_epoch), int(result.end_offset))
+        segments = await rlm.followed_segments(tp)
+        if segments is None:
+            raise RemoteLogAuxStateError(f"{tp} is not followed here as a tiered partition")
+        aux = await read_aux_state(
+            rlm.rsm, segments, tp=tp, local_start=local_start,
+            epoch=target_epoch(local_start=local_start, epoch_at_local_start=epoch, earlier=earlier),
+            epoch_at_local_start=epoch)
+        if st is not self.partitions.get(tp):
+            return  # removed or re-added meanwhile
+        log.info("%s is below the leader's local log start %d: starting at %d with the %d leader "
+                 "epoch(s) and %s producer(s) of remote segment %d-%d; the rest is in tiered storage",
+                 tp, local_start, aux.next_offset, len(aux.epochs),
+                 "no" if aux.producers is None else len(aux.producers),
+                 aux.segment.start_offset, aux.segment.end_offset)
+        st.partition.log.start_at_with_remote_state(aux.next_offset, epochs=aux.epochs, producers=aux.producers)
 
 
 def truncation_offset(log_, leader_epoch: int, leader_end_offset: int) -> int | None:
@@ -278,14 +333,17 @@ class ReplicaFetcherManager:
     def __init__(self, *, broker_id: int, leader_address: Callable[[int], tuple[str, int] | None],
                  security: ClientSecurity = PLAINTEXT,
                  on_progress: Callable[[TopicPartition], None] | None = None,
-                 on_appended: Callable[[Log], None] | None = None) -> None:
+                 on_appended: Callable[[Log], None] | None = None,
+                 remote_log_manager: Callable[[], object | None] = lambda: None) -> None:
         """`on_progress(tp)` is called when a followed partition's high watermark moves,
-        `on_appended(log)` after each append to a followed partition's log."""
+        `on_appended(log)` after each append to a followed partition's log;
+        `remote_log_manager()` is the broker's RemoteLogManager (None without tiered storage)."""
         self.broker_id = broker_id
         self._leader_address = leader_address
         self._security = security
         self._on_progress = on_progress
         self._on_appended = on_appended
+        self._remote_log_manager = remote_log_manager
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._closed = False
 
@@ -299,7 +357,8 @@ class ReplicaFetcherManager:
         if fetcher is None:
             fetcher = self.fetchers[partition.leader_id] = ReplicaFetcher(
                 broker_id=self.broker_id, leader_id=partition.leader_id, leader_address=self._leader_address,
-                security=self._security, on_progress=self._on_progress, on_appended=self._on_appended)
+                security=self._security, on_progress=self._on_progress, on_appended=self._on_appended,
+                remote_log_manager=self._remote_log_manager)
         fetcher.add(partition)
 
     def remove_partition(self, tp: TopicPartition) -> None:

@@ -404,7 +404,8 @@ class Broker:
             broker_id=self.broker_id, leader_address=self._broker_address,
             security=self.inter_broker_security,
             on_progress=self.replica_manager.fetch_purgatory.check_and_complete,
-            on_appended=self.replica_manager.after_follower_append)
+            on_appended=self.replica_manager.after_follower_append,
+            remote_log_manager=lambda: self.replica_manager.remote_log_manager)
         self.replica_manager.alter_isr = self.cluster.alter_isr
         await self.cluster.start(info, endpoints, security_protocol_map=dict(
             self.config.listener_security_protocol_map))

@@ -53,6 +53,18 @@ class LeaderEpochCheckpointFile(CheckpointFile):
         return self._read_lines(_parse_epoch_entry)
 
 
+def decode_leader_epoch_checkpoint(text: str) -> list[EpochEntry]:
+    """The entries of a `leader-epoch-checkpoint`'s text (a copy from elsewhere: the remote
+    store's `.leader_epoch_checkpoint`). ValueError for text not in that format."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) < 2 or lines[0] != str(LeaderEpochCheckpointFile.VERSION):
+        raise ValueError(f"not a leader epoch checkpoint (version line {lines[:1]!r})")
+    entries = [_parse_epoch_entry(line.split()) for line in lines[2:]]
+    if int(lines[1]) != len(entries):
+        raise ValueError(f"leader epoch checkpoint announces {lines[1]} entries and holds {len(entries)}")
+    return entries
+
+
 class LeaderEpochFileCache:
     """Epoch → start offset, kept in memory and mirrored to `leader-epoch-checkpoint`.
 

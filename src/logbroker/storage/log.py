@@ -58,7 +58,7 @@ from logbroker.records.batch import (
 from logbroker.records.control import read_end_txn_marker
 from logbroker.records.record_batch import set_log_append_time
 from logbroker.storage.checkpoints import PARTITION_METADATA_FILE, PartitionMetadataFile
-from logbroker.storage.leader_epoch_cache import LeaderEpochFileCache
+from logbroker.storage.leader_epoch_cache import EpochEntry, LeaderEpochFileCache
 from logbroker.storage.local_log import LocalLog
 from logbroker.storage.log_config import LogConfig
 from logbroker.storage.log_flush import LogFlush
@@ -71,6 +71,7 @@ from logbroker.storage.producer_state import (
     CompletedTxn,
     ProducerStateManager,
 )
+from logbroker.storage.producer_state_entry import ProducerStateEntry
 from logbroker.storage.transaction_index import AbortedTxn
 from logbroker.storage.values import FetchDataInfo, LogAppendInfo, TimestampAndOffset
 from logbroker.types import TopicPartition
@@ -184,6 +185,7 @@ class Log(LogRetention, LogFlush):
         with self._lock:
             self._config = config
             self._local.config = config
+            self._producer_state.keep_snapshot_at_log_start = config.remote_storage_enable
 
     @property
     def topic_id(self) -> uuid.UUID | None:
@@ -614,6 +616,22 @@ class Log(LogRetention, LogFlush):
                 self._first_unstable_offset = None
             except OSError as e:
                 raise KafkaStorageError(f"I/O error while truncating log {self.dir}: {e}") from e
+
+    def start_at_with_remote_state(self, offset: int, *, epochs: list[EpochEntry],
+                                   producers: list[ProducerStateEntry] | None) -> None:
+        """A follower starting its log from tiered storage (Kafka's buildRemoteLogAuxState,
+        remote/aux_state.py): an empty log at `offset` (truncate_fully_and_start_at) whose leader
+        epoch cache holds `epochs` (the lineage below `offset`) and whose producer state is that
+        of the snapshot `producers` (written as this log's snapshot at `offset`; None: no
+        producers). Blocks on disk."""
+        with self._lock:
+            self.truncate_fully_and_start_at(offset)
+            for entry in epochs:
+                if entry.start_offset < offset:
+                    self._epoch_cache.assign(entry.epoch, entry.start_offset)
+            if producers is not None:
+                self._producer_state.restore_snapshot(offset, producers)
+                self._maybe_increment_first_unstable_offset()
 
     # --- producer state --------------------------------------------------------------------
 

@@ -230,6 +230,7 @@ class _TxnRecovery:
     log_start_offset: int
     producer_id_expiration_ms: int
     earlier_segments: list[LogSegment]
+    tiered: bool  # remote.storage.enable: the snapshot at the log start is kept
 
 
 def _recover_segment(segment: LogSegment, epoch_cache: LeaderEpochFileCache,
@@ -250,7 +251,7 @@ def _recover_segment(segment: LogSegment, epoch_cache: LeaderEpochFileCache,
     if from_offset is not None and segment.recovery_start(from_offset) is None:
         from_offset = None  # an index that cannot be trusted: the whole segment
     if txn is not None:
-        psm = ProducerStateManager(txn.directory, clock=txn.clock,
+        psm = ProducerStateManager(txn.directory, clock=txn.clock, keep_snapshot_at_log_start=txn.tiered,
                                    max_producer_id_expiration_ms=txn.producer_id_expiration_ms)
         if from_offset is None:
             rebuild_producer_state(psm, txn.earlier_segments, log_start_offset=txn.log_start_offset,
@@ -292,7 +293,8 @@ def load_segments(directory: Path, config: LogConfig, *, clock: Clock, recovery_
     def txn_recovery(earlier: list[LogSegment]) -> _TxnRecovery | None:
         if producer_id_expiration_ms is None:
             return None
-        return _TxnRecovery(directory, clock, log_start_offset, producer_id_expiration_ms, earlier)
+        return _TxnRecovery(directory, clock, log_start_offset, producer_id_expiration_ms, earlier,
+                            config.remote_storage_enable)
 
     swaps = _remove_temp_files_and_collect_swap_files(directory)
     if swaps:
@@ -462,7 +464,8 @@ def load_log(directory: Path, config: LogConfig, *, clock: Clock, topic_partitio
         epoch_cache.truncate_from_end(loaded.log_end_offset)
         epoch_cache.truncate_from_start(loaded.log_start_offset)
         producer_state = ProducerStateManager(
-            directory, max_producer_id_expiration_ms=producer_id_expiration_ms, clock=clock)
+            directory, max_producer_id_expiration_ms=producer_id_expiration_ms, clock=clock,
+            keep_snapshot_at_log_start=config.remote_storage_enable)
         producer_state.remove_stray_snapshots(s.base_offset for s in loaded.segments)
     except OSError as e:
         raise KafkaStorageError(f"Error while loading log dir {directory}: {e}") from e

@@ -98,7 +98,7 @@ class ProducerStateManager:
 
     def __init__(self, partition_dir: Path, *,
                  max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                 clock: Clock) -> None:
+                 clock: Clock, keep_snapshot_at_log_start: bool = False) -> None:
         self.partition_dir = Path(partition_dir)
         self.max_producer_id_expiration_ms = max_producer_id_expiration_ms
         self._clock = clock
@@ -111,6 +111,11 @@ class ProducerStateManager:
         self._unreplicated_txns: dict[int, TxnMetadata] = {}
         self._first_unstable: int | None = None
         self._first_unstable_stale = False  # set by every change to the two dicts
+        # A tiered log (remote.storage.enable): the snapshot at its log start, the local one,
+        # holds the producers of what only the remote store has now, and is kept on load and
+        # truncation (Kafka's log start offset is then the remote one, below it). Else Kafka's
+        # rule: snapshots at or below the log start go.
+        self.keep_snapshot_at_log_start = keep_snapshot_at_log_start
         remove_tmp_snapshot_files(self.partition_dir)
         self._snapshots = list_snapshot_files(self.partition_dir)
 
@@ -441,6 +446,17 @@ class ProducerStateManager:
         self._last_snap_offset = 0
         self._map_end_offset = offset
 
+    def restore_snapshot(self, offset: int, entries: list[ProducerStateEntry]) -> None:
+        """Take `entries` (a snapshot decoded from elsewhere: the remote store) as the state at
+        `offset`, the start and end of a log that starts empty there: every other snapshot and
+        producer goes, the entries are written as `<offset>.snapshot` (fsynced) and loaded,
+        producers already expired skipped. Blocks on disk."""
+        self.truncate_fully_and_start_at(offset)
+        path = self.snapshot_path(offset)
+        write_snapshot(path, entries, sync=True)
+        self._snapshots[offset] = path
+        self._load_from_snapshot(offset)
+
     def _clear(self) -> None:
         self._producers.clear()
         self._ongoing_txns.clear()
@@ -449,7 +465,8 @@ class ProducerStateManager:
 
     def _delete_snapshots_out_of_range(self, log_start_offset: int, log_end_offset: int) -> None:
         for offset in list(self._snapshots):
-            if offset > log_end_offset or offset <= log_start_offset:
+            below = offset < log_start_offset if self.keep_snapshot_at_log_start else offset <= log_start_offset
+            if offset > log_end_offset or below:
                 self._remove_and_delete_snapshot(offset)
 
     def _load_from_snapshot(self, log_start_offset: int) -> None:
