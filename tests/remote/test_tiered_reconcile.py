@@ -9,8 +9,7 @@ import json
 from logbroker.storage.checkpoints import random_kafka_uuid, uuid_to_kafka_str
 
 from clients import consume_confluent, create_topic, produce_confluent
-from tiered_helpers import Store, wait_until
-from test_tiered_storage import PRODUCER, TIERED, local_segments, specs, start_broker
+from tiered_helpers import PRODUCER, TIERED, Store, local_segments, specs, start_broker, wait_until
 
 
 def epoch_entries(broker, topic: str) -> list[tuple[int, int]]:

@@ -8,8 +8,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 from confluent_kafka import KafkaException, Producer
@@ -18,51 +16,18 @@ from confluent_kafka import TopicPartition as CkTopicPartition
 from logbroker.testing import TEST_OVERRIDES, BrokerProcess
 
 from clients import TIMEOUT_S, RawClient, Spec, admin, consume_confluent, create_topic, produce_confluent
-from tiered_helpers import wait_until
-
-TIERED = {"remote.storage.enable": "true", "segment.bytes": "8192", "local.retention.bytes": "16384",
-          "file.delete.delay.ms": "0"}
-PRODUCER = {"batch.size": 2048, "linger.ms": 5}
-
-
-def start_broker(tmp_path, bucket, **extra) -> BrokerProcess:
-    overrides = {**TEST_OVERRIDES, **bucket.broker_overrides(), "remote.log.manager.task.interval.ms": "100",
-                 **extra}
-    return BrokerProcess(tmp_path / "broker", overrides=overrides).start()
-
-
-BASE_TIMESTAMP = int(time.time() * 1000) - 3_600_000  # an hour ago: well inside retention.ms
-
-
-def specs(count: int, start: int = 0) -> list[Spec]:
-    """Record i has timestamp BASE_TIMESTAMP + 10 i."""
-    return [Spec(0, f"k{i}".encode(), f"value-{i:06d}-".encode() * 8, timestamp=BASE_TIMESTAMP + 10 * i)
-            for i in range(start, start + count)]
-
-
-def local_segments(broker: BrokerProcess, topic: str) -> list[int]:
-    return sorted(int(p.stem) for p in (broker.data_dir / f"{topic}-0").glob("*.log"))
-
-
-def earliest_offset(broker: BrokerProcess, topic: str) -> int:
-    with RawClient(broker.bootstrap) as client:
-        return client.list_offset(topic, 0, -2, version=9).offset
-
-
-def remote_metadata(bucket, topic: str) -> list[dict]:
-    found = [json.loads(bucket.get(k)) for k in bucket.keys() if k.endswith(".metadata")
-             and k.split("/")[1].startswith(f"{topic}-0-")]
-    return sorted(found, key=lambda m: m["start_offset"])
-
-
-def scrape(broker: BrokerProcess) -> dict[str, float]:
-    """The broker's /metrics samples, by name with labels as written."""
-    address = re.search(r"Metrics endpoint listening on (http://\S+/metrics)", broker.new_log_text()).group(1)
-    with urllib.request.urlopen(address, timeout=TIMEOUT_S) as response:
-        text = response.read().decode()
-    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines() if line and not line.startswith("#")}
-
+from tiered_helpers import (
+    BASE_TIMESTAMP,
+    PRODUCER,
+    TIERED,
+    earliest_offset,
+    local_segments,
+    remote_metadata,
+    scrape,
+    specs,
+    start_broker,
+    wait_until,
+)
 
 def test_closed_segments_go_to_the_bucket_and_a_consumer_reads_all_from_offset_zero(tmp_path, bucket):
     broker = start_broker(tmp_path, bucket, **{"metrics.port": "0"})

@@ -34,6 +34,21 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="module")
+def registry_broker(tmp_path_factory):
+    """A broker serving the schema registry too (its URL in `registry_url`)."""
+    from logbroker.testing import SCHEMA_REGISTRY_OVERRIDES, TEST_OVERRIDES, BrokerProcess
+
+    process = BrokerProcess(tmp_path_factory.mktemp("typed"),
+                            overrides={**TEST_OVERRIDES, **SCHEMA_REGISTRY_OVERRIDES})
+    process.start()
+    try:
+        process.registry_url = process.schema_registry_url()
+        yield process
+    finally:
+        process.kill()
+
+
 @pytest.fixture
 def bootstrap(shared_broker) -> str:
     return shared_broker.bootstrap

@@ -1,6 +1,7 @@
 """Typed columns: registry-framed Avro, Protobuf and JSON values decoded into struct columns, and
-struct columns written Avro-framed, against a real broker serving the schema registry (over its
-REST API) and confluent-kafka's serializers and deserializers as the other side."""
+struct columns written framed (more Protobuf and JSON writes: test_typed_writes.py), against a
+real broker serving the schema registry (over its REST API) and confluent-kafka's serializers
+and deserializers as the other side."""
 
 from __future__ import annotations
 
@@ -17,25 +18,11 @@ from pyspark.sql.types import (ArrayType, DoubleType, LongType, StringType, Stru
                                StructType, TimestampType)
 from spark_kafka import consume_all, create_topic, new_topic_name, produce
 
-from logbroker.testing import SCHEMA_REGISTRY_OVERRIDES, TEST_OVERRIDES, BrokerProcess
-
 ROWS = 100_000
 USER_V1 = {"type": "record", "name": "User", "namespace": "example",
            "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
 USER_V2 = {**USER_V1, "fields": USER_V1["fields"] + [
     {"name": "email", "type": "string", "default": "unknown"}]}
-
-
-@pytest.fixture(scope="module")
-def registry_broker(tmp_path_factory):
-    process = BrokerProcess(tmp_path_factory.mktemp("typed"),
-                            overrides={**TEST_OVERRIDES, **SCHEMA_REGISTRY_OVERRIDES})
-    process.start()
-    try:
-        process.registry_url = process.schema_registry_url()
-        yield process
-    finally:
-        process.kill()
 
 
 def typed_read(spark, broker, topic: str, **options):
@@ -187,7 +174,9 @@ def test_typed_options_without_a_registry_url_are_refused(spark, registry_broker
          .option("subscribe", "t").option("valueFormat", "avro").load())
 
 
-def test_streaming_typed_copy_is_exactly_once_and_decodes(spark, registry_broker, tmp_path):
+@pytest.mark.parametrize("sink_format", ["avro", "protobuf"])
+def test_streaming_typed_copy_is_exactly_once_and_decodes(spark, registry_broker, tmp_path,
+                                                          sink_format):
     """A typed stream → a typed exactly-once sink: the transactional path writes the framed
     bytes; a read_committed reader sees each record once, decoded."""
     source, target = new_topic_name(), new_topic_name()
@@ -207,29 +196,30 @@ def test_streaming_typed_copy_is_exactly_once_and_decodes(spark, registry_broker
              .option("kafka.bootstrap.servers", registry_broker.bootstrap)
              .option("topic", target).option("exactlyOnce", "true")
              .option("schema.registry.url", registry_broker.registry_url)
-             .option("valueFormat", "avro").option("valueSchemaAutoRegister", "true")
+             .option("valueFormat", sink_format).option("valueSchemaAutoRegister", "true")
              .option("checkpointLocation", str(tmp_path / "cp"))
              .trigger(availableNow=True).start())
     query.awaitTermination(180)
     assert query.exception() is None
     committed = consume_all(registry_broker.bootstrap, target, 2)
     assert len(committed) == 300
-    rows = typed_read(spark, registry_broker, target, valueFormat="avro",
+    rows = typed_read(spark, registry_broker, target, valueFormat=sink_format,
                       **{"kafka.isolation.level": "read_committed"}).select("value.*").collect()
     assert sorted((r.name, r.doubled) for r in rows) == sorted((f"U{i}", 2 * i) for i in range(300))
 
 
-def test_typed_keys_and_values_together(spark, registry_broker):
+@pytest.mark.parametrize("fmt", ["avro", "protobuf", "json"])
+def test_typed_keys_and_values_together(spark, registry_broker, fmt):
     topic = new_topic_name()
     create_topic(registry_broker.bootstrap, topic, 1)
     df = spark.range(50).selectExpr("named_struct('id', id) AS key",
                                     "named_struct('square', id * id, 'even', id % 2 = 0) AS value")
     (df.write.format("logbroker").option("kafka.bootstrap.servers", registry_broker.bootstrap)
      .option("topic", topic).option("schema.registry.url", registry_broker.registry_url)
-     .option("keyFormat", "avro").option("keySchemaAutoRegister", "true")
-     .option("valueFormat", "avro").option("valueSchemaAutoRegister", "true")
+     .option("keyFormat", fmt).option("keySchemaAutoRegister", "true")
+     .option("valueFormat", fmt).option("valueSchemaAutoRegister", "true")
      .mode("append").save())
-    got = typed_read(spark, registry_broker, topic, keyFormat="avro", valueFormat="avro")
+    got = typed_read(spark, registry_broker, topic, keyFormat=fmt, valueFormat=fmt)
     assert got.schema["key"].dataType.simpleString() == "struct<id:bigint>"
     assert sorted((r.key.id, r.value.square, r.value.even) for r in got.collect()) == [
         (i, i * i, i % 2 == 0) for i in range(50)]

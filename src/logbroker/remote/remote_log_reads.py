@@ -9,6 +9,12 @@ returned (remote_read.py). Under read_committed the aborted transactions come fr
 of that segment and every later one (an ABORT marker may be segments after the data), then from
 the local log's.
 
+A read that fails in the store, or finds an object shorter than its metadata says or bytes that
+are no batch where the index points, fails that partition of the fetch alone with Kafka's answer
+to a RemoteStorageException, UNKNOWN_SERVER_ERROR (the client retries after its backoff), counts
+in RemoteFetchErrors and logs one line (rate-limited); it never returns what it did read of a
+corrupt segment.
+
 Threads: event loop only; the store is awaited.
 """
 
@@ -25,13 +31,15 @@ from logbroker.records.batch import read_header
 from logbroker.remote.metadata import OFFSET_INDEX, TIME_INDEX, TRANSACTION_INDEX, RemoteLogSegmentMetadata
 from logbroker.remote.remote_partition import RemotePartitionState
 from logbroker.remote.remote_read import (
+    HEADER_SIZE,
+    CorruptRemoteBatchError,
     PendingRemoteRead,
     batch_size_at,
     index_position,
     select_batches,
     time_index_offset,
 )
-from logbroker.remote.storage_manager import RemoteStorageManager
+from logbroker.remote.storage_manager import RemoteStorageError, RemoteStorageManager
 from logbroker.storage.file_records import first_record_at_or_after
 from logbroker.storage.transaction_index import decode_aborted_txns
 from logbroker.storage.values import TimestampAndOffset
@@ -79,7 +87,19 @@ class RemoteLogReads:
                    min_one_message: bool, read_committed: bool) -> tuple[bytes, tuple | None]:
         """The whole batches from the one holding `fetch_offset`, at most `max_bytes` (the first
         whole with `min_one_message`), from the remote segment holding it; and under
-        read_committed the aborted transactions overlapping them, (producer id, first offset)."""
+        read_committed the aborted transactions overlapping them, (producer id, first offset).
+        RemoteStorageError (counted) when the store or what it holds fails the read."""
+        try:
+            return await self._read(tp, log_, fetch_offset, max_bytes=max_bytes,
+                                    min_one_message=min_one_message, read_committed=read_committed)
+        except RemoteStorageError as exc:  # counted and logged here, even when its fetch has timed out
+            self.fetch_errors += 1
+            _read_log.log(logging.ERROR, type(exc).__name__, "Remote read of %s at offset %d failed: %s: %s",
+                          tp, fetch_offset, exc.name, exc)
+            raise
+
+    async def _read(self, tp: TopicPartition, log_, fetch_offset: int, *, max_bytes: int,
+                    min_one_message: bool, read_committed: bool) -> tuple[bytes, tuple | None]:
         state = self.states.get(tp)
         if state is not None and not state.loaded:
             await self._ensure_loaded(tp)
@@ -91,13 +111,12 @@ class RemoteLogReads:
                 f"starts at offset {self.log_start_offset(tp, log_)}")
         fetch_offset = max(fetch_offset, segment.start_offset)
         self.fetch_requests += 1
+        index = await self._index(segment, OFFSET_INDEX)
+        position = index_position(index, segment.start_offset, fetch_offset)
         try:
-            index = await self._index(segment, OFFSET_INDEX)
-            position = index_position(index, segment.start_offset, fetch_offset)
             data = await self._records(segment, position, fetch_offset, max_bytes, min_one_message)
-        except KafkaError:
-            self.fetch_errors += 1
-            raise
+        except CorruptRemoteBatchError as exc:
+            raise RemoteStorageError(f"Remote segment {segment.key('.log')} is corrupt: {exc}") from exc
         self.fetch_bytes += len(data)
         if not read_committed:
             return data, None
@@ -147,7 +166,9 @@ class RemoteLogReads:
             try:
                 data, aborted = task.result()
             except KafkaError as exc:
-                _read_log.log(logging.WARNING, type(exc).__name__, "Remote read of %s failed: %s", tp, exc)
+                if not isinstance(exc, RemoteStorageError):  # that one is logged by `read`
+                    _read_log.log(logging.WARNING, type(exc).__name__, "Remote read of %s at offset %d "
+                                  "failed: %s: %s", tp, read.fetch_offset, exc.name, exc)
                 return result._replace(error=exc, records=None)
             return result._replace(records=data or None, aborted_transactions=aborted)
 
@@ -160,9 +181,19 @@ class RemoteLogReads:
 
     async def _records(self, segment: RemoteLogSegmentMetadata, position: int, fetch_offset: int,
                        max_bytes: int, min_one_message: bool) -> bytes:
+        if position >= segment.segment_size_in_bytes:
+            raise CorruptRemoteBatchError(f"its offset index points at position {position}, past its "
+                                          f"{segment.segment_size_in_bytes} bytes")
         window = max(max_bytes, READ_AHEAD_BYTES)
+        first = True
         while position < segment.segment_size_in_bytes:
             chunk = await self._chunk(segment, position, window)
+            if first and len(chunk) >= HEADER_SIZE:  # where the index points, a batch of this segment
+                header = read_header(chunk, 0)
+                if header.magic != 2 or not segment.start_offset <= header.base_offset <= segment.end_offset:
+                    raise CorruptRemoteBatchError(f"no record batch of offsets {segment.start_offset}-"
+                                                  f"{segment.end_offset} at position {position}")
+                first = False
             start, end, needed = select_batches(chunk, fetch_offset=fetch_offset, max_bytes=max_bytes,
                                                 min_one_message=min_one_message)
             if needed is not None:

@@ -52,11 +52,19 @@ def time_index_offset(index: bytes, base_offset: int, timestamp: int) -> int:
     return found
 
 
+class CorruptRemoteBatchError(ValueError):
+    """Bytes read from a remote segment that are no record batch (a garbage object or index)."""
+
+
 def batch_size_at(data: bytes, position: int) -> int | None:
-    """The size of the batch starting at `position`, or None when `data` ends before its length."""
+    """The size of the batch starting at `position`, or None when `data` ends before its length.
+    CorruptRemoteBatchError for a length no batch has (shorter than a batch header)."""
     if len(data) - position < LOG_OVERHEAD:
         return None
-    return LOG_OVERHEAD + _LENGTH.unpack_from(data, position)[1]
+    size = LOG_OVERHEAD + _LENGTH.unpack_from(data, position)[1]
+    if size < HEADER_SIZE:
+        raise CorruptRemoteBatchError(f"no record batch at position {position}: length {size - LOG_OVERHEAD}")
+    return size
 
 
 def select_batches(data: bytes, *, fetch_offset: int, max_bytes: int,

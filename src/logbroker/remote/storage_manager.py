@@ -9,8 +9,12 @@ botocore's request machinery for S3 alone, and a second code path for the local 
 
 Credentials for S3 come from the usual AWS environment variables (AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION) or the instance's role. Every failure of the
-store is a RemoteStorageError (a KafkaStorageError) naming the object; a missing object is
-RemoteResourceNotFoundError.
+store is a RemoteStorageError naming the object, in one line; a missing object is
+RemoteResourceNotFoundError; an object shorter than its metadata says is one too.
+
+A request that cannot reach the store is retried a few times within seconds, not obstore's default
+of ten times over up to three minutes (STORE_RETRIES): the task then reports the failure, counts
+it and goes on to its other partitions, and a remote read fails while its fetch still waits.
 
 Threads: every method is a coroutine that only awaits the store; none blocks the event loop.
 """
@@ -20,12 +24,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import obstore
+from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
 from obstore.store import LocalStore, S3Store
 
-from logbroker.errors import InvalidConfigError, KafkaStorageError, NotLeaderOrFollowerError
+from logbroker.errors import InvalidConfigError, NotLeaderOrFollowerError, UnknownServerError
 from logbroker.remote.metadata import (
     COPY_SEGMENT_FINISHED,
     DELETE_SEGMENT_STARTED,
@@ -42,10 +48,18 @@ log = logging.getLogger("kafka.log.remote.RemoteStorageManager")
 # GB, and at most 64 MiB of a segment in memory while it goes.
 PART_BYTES = 16 << 20
 PARTS_IN_FLIGHT = 4
+# Each request: 3 retries, 0.1 s then doubling up to 2 s apart, none started after 10 s; connecting
+# may take 5 s, an endpoint may be silent for 10 s (a stalled connection), and a whole request
+# may take 60 s (a 16 MiB part at 2 Mbit/s).
+STORE_RETRIES = {"max_retries": 3, "retry_timeout": timedelta(seconds=10),
+                 "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2),
+                             "base": 2}}
+STORE_TIMEOUTS = {"connect_timeout": "5s", "read_timeout": "10s", "timeout": "60s"}
 
 
-class RemoteStorageError(KafkaStorageError):
-    """The remote store failed (Kafka's RemoteStorageException): unreachable, refused, or bad data."""
+class RemoteStorageError(UnknownServerError):
+    """The remote store failed (Kafka's RemoteStorageException): unreachable, refused, or bad data.
+    As in Kafka, whose Errors know no code for it, a client sees UNKNOWN_SERVER_ERROR."""
 
 
 class RemoteResourceNotFoundError(RemoteStorageError):
@@ -78,8 +92,9 @@ class RemoteStorageManager:
                 config["access_key_id"] = settings["s3.access.key.id"]
                 config["secret_access_key"] = settings.get("s3.secret.access.key", "")
             prefix = settings.get("s3.prefix", "").strip("/")
-            store = S3Store(bucket, prefix=prefix or None, config=config,
-                            client_options={"allow_http": bool(endpoint and endpoint.startswith("http://"))})
+            store = S3Store(bucket, prefix=prefix or None, config=config, retry_config=STORE_RETRIES,
+                            client_options={**STORE_TIMEOUTS,
+                                            "allow_http": bool(endpoint and endpoint.startswith("http://"))})
             return cls(store, description=f"s3://{bucket}/{prefix}")
         if kind == LOCAL:
             directory = settings.get("dir")
@@ -110,15 +125,21 @@ class RemoteStorageManager:
         await self.put(metadata.key(METADATA), metadata.with_state(COPY_SEGMENT_FINISHED).to_json())
 
     async def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start: int, end: int) -> bytes:
-        """Bytes [start, end) of the segment's .log (fewer at its end)."""
+        """Bytes [start, end) of the segment's .log (fewer at its end). RemoteStorageError when
+        the object holds fewer than its metadata's size (a truncated object)."""
         key = metadata.key(".log")
         end = min(end, metadata.segment_size_in_bytes)
         if start >= end:
             return b""
         try:
-            return bytes(await obstore.get_range_async(self._store, key, start=start, end=end))
+            data = bytes(await obstore.get_range_async(self._store, key, start=start, end=end))
         except Exception as exc:  # noqa: BLE001 - the one place the store's errors are mapped
             raise mapped_error(exc, key) from exc
+        if len(data) != end - start:
+            raise RemoteStorageError(f"Remote object {key} is shorter than its metadata says: bytes "
+                                     f"{start}-{end} asked, {len(data)} read of "
+                                     f"{metadata.segment_size_in_bytes}")
+        return data
 
     async def fetch_file(self, metadata: RemoteLogSegmentMetadata, suffix: str) -> bytes:
         """One whole file of a segment (an index, the snapshot, the epochs)."""
@@ -161,8 +182,10 @@ class RemoteStorageManager:
             try:
                 segments.append(RemoteLogSegmentMetadata.from_json(raw))
             except (ValueError, KeyError, TypeError) as exc:
-                log.error("Unreadable remote segment metadata %s (%s); deleting the segment", meta_key, exc)
-                orphans.extend(keys)
+                # Its files may hold the only copy of the records: kept, and the partition is not
+                # loaded (nothing copied, expired or read remotely) until the object is mended.
+                raise RemoteStorageError(f"Unreadable remote segment metadata {meta_key} "
+                                         f"({type(exc).__name__}: {exc}); mend or delete it") from exc
         segments.sort(key=lambda m: (m.start_offset, m.end_offset))
         return segments, orphans
 
@@ -194,8 +217,15 @@ class RemoteStorageManager:
             return True
         except FileNotFoundError:
             return False
+        except (PermissionDeniedError, UnauthenticatedError):
+            pass  # S3 answers a HEAD with a bare 403: a GET's answer names the S3 error code
         except Exception as exc:  # noqa: BLE001
             raise mapped_error(exc, key) from exc
+        try:
+            await self.get(key)
+            return True
+        except RemoteResourceNotFoundError:
+            return False
 
     async def get(self, key: str) -> bytes:
         try:
@@ -239,6 +269,12 @@ def mapped_error(exc: Exception, key: str, *, writing: bool = False) -> RemoteSt
     for code, meaning in _S3_CODES.items():
         if f"<Code>{code}</Code>" in text:
             return RemoteStorageError(f"Remote store failed on {key}: {meaning} ({code})")
+    if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)):  # an answer without a code
+        return RemoteStorageError(f"Remote store failed on {key}: the credentials were refused or lack "
+                                  f"a permission (HTTP 403)")
+    for cause, meaning in _CONNECT_FAILURES.items():
+        if cause in text:
+            return RemoteStorageError(f"Remote store failed on {key}: cannot reach the endpoint ({meaning})")
     first = text.splitlines()[0][:400] if text else ""
     return RemoteStorageError(f"Remote store failed on {key}: {type(exc).__name__}: {first}")
 
@@ -249,4 +285,14 @@ _S3_CODES = {
     "AccessDenied": "access denied",
     "InvalidAccessKeyId": "the credentials were refused",
     "SignatureDoesNotMatch": "the credentials were refused",
+}
+
+# What obstore's message (its debug dump after the first line) says when the endpoint did not
+# answer: no connection made, or no answer within the timeouts.
+_CONNECT_FAILURES = {
+    "Connection refused": "connection refused",
+    "dns error": "the host name does not resolve",
+    "tcp connect error": "cannot connect",
+    "kind: Timeout": "timed out",
+    "operation timed out": "timed out",
 }

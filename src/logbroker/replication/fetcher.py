@@ -46,6 +46,7 @@ from logbroker.errors import (
 )
 from logbroker.log_limits import RateLimitedLog
 from logbroker.remote.aux_state import RemoteLogAuxStateError, read_aux_state, target_epoch
+from logbroker.remote.storage_manager import RemoteStorageError
 from logbroker.replication.group_commit import flush_logs
 from logbroker.replication.partition import Partition
 from logbroker.storage.log import EARLIEST_LOCAL_TIMESTAMP, Log
@@ -262,7 +263,7 @@ class ReplicaFetcher:
         tp = st.partition.tp
         try:
             await self._build_remote_log_aux_state(connection, st)
-        except KafkaStorageError as exc:  # the store's (RemoteStorageError) or the local disk's
+        except (RemoteStorageError, KafkaStorageError) as exc:  # the store's or the local disk's
             st.delayed_until = time.monotonic() + AUX_STATE_BACKOFF_S
             self._aux_state_log.log(
                 logging.WARNING, str(tp), "Cannot start %s from the leader's local log start: its "

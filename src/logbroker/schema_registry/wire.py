@@ -51,6 +51,31 @@ def message_indexes(body: bytes) -> tuple[list[int], bytes]:
     return indexes, body[position:]
 
 
+def message_index_bytes(message: Descriptor) -> bytes:
+    """The message indexes a Protobuf body written as `message` starts with, as Confluent's
+    serializer writes them: a single 0 for the file's first message, else the zigzag count and
+    the zigzag indexes from the top level down through nested types."""
+    indexes = []
+    while message.containing_type is not None:
+        indexes.append(message.containing_type.nested_types.index(message))
+        message = message.containing_type
+    indexes.append(list(message.file.message_types_by_name.values()).index(message))
+    indexes.reverse()
+    if indexes == [0]:
+        return b"\x00"
+    return b"".join(_zigzag_bytes(n) for n in (len(indexes), *indexes))
+
+
+def _zigzag_bytes(value: int) -> bytes:
+    encoded = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while encoded > 0x7F:
+        out.append((encoded & 0x7F) | 0x80)
+        encoded >>= 7
+    out.append(encoded)
+    return bytes(out)
+
+
 def _zigzag(data: bytes, position: int) -> tuple[int, int]:
     result = shift = 0
     while True:

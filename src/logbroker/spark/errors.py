@@ -38,3 +38,18 @@ RETRIABLE_BROKER_CODES = frozenset({
 def retriable(error: KafkaError) -> bool:
     """Whether a client or broker error is one to retry (with fresh metadata) until a deadline."""
     return error.retriable() or error.code() in RETRIABLE_BROKER_CODES
+
+
+class FieldMismatch(ValueError):
+    """A value does not fit the schema it is encoded with; `path` names the field inside the
+    column (e.g. `items[2].price`, empty for the column itself)."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}" if path else why)
+        self.path = path
+        self.why = why
+
+
+class UnencodableRowError(ValueError):
+    """A row's key or value does not fit its writer schema. Writes never drop or null such a
+    row: the task fails, and the message names the column, the field, the schema and why."""

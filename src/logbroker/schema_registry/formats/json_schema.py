@@ -56,6 +56,7 @@ class JsonSchema(CanonicalEquality):
         registry: Registry = Registry().with_resources(
             resources + [(ROOT_URI, _resource(self.document))]
         )
+        self._registry = registry
         self.root = SchemaNode(self.document, registry.resolver(base_uri=ROOT_URI))
         _check_refs(self.root)
         for name, resource in resources:
@@ -63,6 +64,11 @@ class JsonSchema(CanonicalEquality):
 
     def canonical(self) -> str:
         return json_text(self.document)
+
+    def validator(self) -> jsonschema.protocols.Validator:
+        """jsonschema's validator of the schema's draft, its references resolvable."""
+        kind = jsonschema.validators.validator_for(self.document, default=jsonschema.Draft7Validator)
+        return kind(self.document, registry=self._registry)
 
     def normalized(self) -> JsonSchema:
         return JsonSchema(json_text(_sorted(self.document)), self.references)

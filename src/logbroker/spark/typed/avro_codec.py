@@ -11,16 +11,18 @@ without losing which branch a value took).
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable
 from typing import Any
 
 import fastavro
+import fastavro.validation
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType,
                                DecimalType, DoubleType, FloatType, IntegerType, LongType, MapType,
                                StringType, StructField, StructType, TimestampNTZType,
                                TimestampType)
 
-from logbroker.spark.errors import OptionError
+from logbroker.spark.errors import FieldMismatch, OptionError
 
 _PRIMITIVES: dict[str, DataType] = {
     "int": IntegerType(), "long": LongType(), "float": FloatType(), "double": DoubleType(),
@@ -124,6 +126,38 @@ def _avro_type(data_type: DataType, name: str) -> Any:
     raise OptionError(f"column type {data_type.simpleString()} has no Avro type")
 
 
+def unknown_fields(data_type: DataType, schema: Any, named: dict, path: str = "") -> list[str]:
+    """The paths of struct fields (nested ones too) that `schema` has no field for: Avro would
+    leave their values out unwritten. Fields whose types differ are found per row instead."""
+    schema = _matching(schema, named, data_type)
+    if isinstance(data_type, StructType) and schema is not None:
+        fields = {f["name"]: f["type"] for f in schema["fields"]}
+        missing = []
+        for f in data_type.fields:
+            where = f"{path}.{f.name}" if path else f.name
+            if f.name not in fields:
+                missing.append(where)
+            else:
+                missing += unknown_fields(f.dataType, fields[f.name], named, where)
+        return missing
+    if isinstance(data_type, ArrayType) and schema is not None:
+        return unknown_fields(data_type.elementType, schema["items"], named, f"{path}[]")
+    if isinstance(data_type, MapType) and schema is not None:
+        return unknown_fields(data_type.valueType, schema["values"], named, f"{path}[]")
+    return []
+
+
+def _matching(schema: Any, named: dict, data_type: DataType) -> dict | None:
+    """The record, array or map schema (named types looked up, the union branch picked) that
+    holds a Spark struct, array or map; None when there is none."""
+    wanted = {StructType: "record", ArrayType: "array", MapType: "map"}.get(type(data_type))
+    if isinstance(schema, str):
+        return _matching(named[schema], named, data_type) if schema in named else None
+    if isinstance(schema, list):
+        return next((m for b in schema if (m := _matching(b, named, data_type)) is not None), None)
+    return schema if isinstance(schema, dict) and schema.get("type") == wanted else None
+
+
 def decoder(writer: Any, reader: Any | None) -> Callable[[bytes], Any]:
     """Decodes an Avro body written with `writer`, resolved to `reader` (None: the same)."""
     reader_schema = reader if reader is not None and reader is not writer else None
@@ -135,9 +169,28 @@ def decoder(writer: Any, reader: Any | None) -> Callable[[bytes], Any]:
 
 
 def encoder(schema: Any) -> Callable[[Any], bytes]:
+    """Encodes a value with `schema`; raises FieldMismatch (from fastavro's validation, on the
+    failing value only) naming the field that does not fit."""
+
     def encode(value: Any) -> bytes:
         out = io.BytesIO()
-        fastavro.schemaless_writer(out, schema, value)
+        try:
+            fastavro.schemaless_writer(out, schema, value)
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as e:
+            raise _mismatch(schema, value, e) from None
         return out.getvalue()
 
     return encode
+
+
+def _mismatch(schema: Any, value: Any, error: Exception) -> FieldMismatch:
+    try:
+        fastavro.validation.validate(value, schema, raise_errors=True)
+    except fastavro.validation.ValidationError as found:
+        # fastavro names a field "<its record's full name>.<field>"; inside a union the
+        # deepest (longest) is the one that says what is wrong.
+        deepest = max(found.errors, key=lambda e: len(e.field or ""))
+        field = deepest.field or ""
+        return FieldMismatch(field.rsplit(".", 1)[-1], f"{deepest.datum!r} is not a valid "
+                                                       f"{json.dumps(deepest.schema)} ({field})")
+    return FieldMismatch("", f"{type(error).__name__}: {error}")

@@ -7,10 +7,12 @@ Names follow Confluent's serializers and Spark's `from_avro`:
     schema.registry.basic.auth.user.info   user:password for HTTP Basic authentication
     valueSubject / keySubject          default "<topic>-value" / "<topic>-key" (TopicNameStrategy)
     valueSchemaVersion / keySchemaVersion  reader (or writer) schema version; default latest
-    valueMessageName / keyMessageName  Protobuf: the message type (default the schema's first)
+    valueMessageName / keyMessageName  Protobuf: the message type read or written (default the
+                                       schema's first; a derived schema's message name)
     valueSchemaAutoRegister / keySchemaAutoRegister  writes: register a schema derived from the
                                        DataFrame's column type instead of using the latest
-    mode                               PERMISSIVE (bad record: null column) | FAILFAST
+    mode                               reads: PERMISSIVE (bad record: null column) | FAILFAST
+                                       (writes always fail on a row that does not fit)
 """
 
 from __future__ import annotations
