@@ -226,11 +226,7 @@ class RemoteLogManager(RemoteLogReads):
         if due:
             log.info("Deleting %d object(s) of unfinished copies of %s: %s", len(due), state.tp,
                      ", ".join(due[:6]))
-            await self.rsm.delete_keys(due + found.unreadable)
-        elif found.unreadable:
-            log.error("Deleting the objects of %s with unreadable metadata: %s", state.tp,
-                      ", ".join(found.unreadable[:6]))
-            await self.rsm.delete_keys(found.unreadable)
+            await self.rsm.delete_keys(due)
         for segment, missing in found.broken:
             log.error("Remote segment %d-%d of %s (id %s) lacks its %s object(s): deleting the broken "
                       "segment", segment.start_offset, segment.end_offset, state.tp, segment.segment_id,
@@ -238,6 +234,12 @@ class RemoteLogManager(RemoteLogReads):
             await self._delete_segment(segment)
         for segment in found.deleting:
             await self._delete_segment(segment)
+        for segment, missing in found.damaged:
+            if segment.segment_id not in state.reported:
+                state.reported.add(segment.segment_id)
+                log.error("Remote segment %d-%d of %s (id %s) lacks its %s object(s): kept for its records; "
+                          "reads of it fail until the object is back", segment.start_offset,
+                          segment.end_offset, state.tp, segment.segment_id, ", ".join(missing))
         known = {s.segment_id for s in state.segments}
         adopted = [s for s in found.segments if s.segment_id not in known]
         if state.loaded and adopted:

@@ -14,8 +14,8 @@ class RemotePartitionState:
 
     Invariants: `segments` is sorted by start offset and, on a leader after each pass's expiry,
     no segment's range lies wholly within another's; `highest_offset` is the last offset copied
-    (-1 before any copy). A follower's `segments` are the committed segments whose objects are
-    all in the store.
+    (-1 before any copy). A follower's `segments` are the committed segments whose .log is in
+    the store.
     """
 
     def __init__(self, tp: TopicPartition, topic_id_str: str) -> None:
@@ -25,6 +25,7 @@ class RemotePartitionState:
         self.segments: list[RemoteLogSegmentMetadata] = []
         self.loaded = False
         self.passes = 0  # of the leader's task over this partition (reconciling every few)
+        self.reported: set[str] = set()  # ids of damaged segments already logged
         self.log_start_floor = -1
         self.as_leader = True  # else this broker follows the partition and only reads the store
 

@@ -171,23 +171,30 @@ class RemoteStorageManager:
         for segment_id, keys in by_segment.items():
             if segment_id not in metadata_keys:
                 orphans.extend(keys)
-        fetched = await asyncio.gather(*(self.get(k) for k in metadata_keys.values()), return_exceptions=True)
-        for (segment_id, meta_key), raw in zip(metadata_keys.items(), fetched):
+        fetched = await asyncio.gather(*(self.get_metadata(k) for k in metadata_keys.values()),
+                                       return_exceptions=True)
+        for (segment_id, meta_key), found in zip(metadata_keys.items(), fetched):
             keys = by_segment[segment_id]
-            if isinstance(raw, RemoteResourceNotFoundError):
+            if isinstance(found, RemoteResourceNotFoundError):
                 orphans.extend(k for k in keys if k != meta_key)
                 continue
-            if isinstance(raw, BaseException):
-                raise raw
-            try:
-                segments.append(RemoteLogSegmentMetadata.from_json(raw))
-            except (ValueError, KeyError, TypeError) as exc:
-                # Its files may hold the only copy of the records: kept, and the partition is not
-                # loaded (nothing copied, expired or read remotely) until the object is mended.
-                raise RemoteStorageError(f"Unreadable remote segment metadata {meta_key} "
-                                         f"({type(exc).__name__}: {exc}); mend or delete it") from exc
+            if isinstance(found, BaseException):
+                raise found
+            segments.append(found)
         segments.sort(key=lambda m: (m.start_offset, m.end_offset))
         return segments, orphans
+
+    async def get_metadata(self, key: str) -> RemoteLogSegmentMetadata:
+        """A segment's `.metadata` object, parsed. RemoteResourceNotFoundError when it is gone;
+        RemoteStorageError for bytes that are no such metadata — its files may hold the only copy
+        of the records, so they are kept, and the partition is not loaded (nothing copied,
+        expired or read remotely) until the object is mended."""
+        raw = await self.get(key)
+        try:
+            return RemoteLogSegmentMetadata.from_json(raw)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RemoteStorageError(f"Unreadable remote segment metadata {key} "
+                                     f"({type(exc).__name__}: {exc}); mend or delete it") from exc
 
     async def list_keys(self, prefix: str | None = None) -> list[str]:
         """The keys below the directory `prefix` (whole path segments: `a/b` lists `a/b/…`)."""

@@ -1,6 +1,6 @@
 """What a partition's directory in the remote store holds, sorted for reconciliation: the committed
-segments whose objects are all there, the broken ones (a metadata without its data objects), the
-deletions to finish, and the orphans (objects no metadata names) with their age.
+segments, the broken ones (a metadata whose .log is not there), the deletions to finish, and the
+orphans (objects no metadata names) with their age.
 
 Reads the store (one listing, and a GET for each metadata object not already known); deletes
 nothing.
@@ -9,7 +9,6 @@ nothing.
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import dataclass, field
 
 from logbroker.remote.metadata import (
@@ -27,8 +26,6 @@ from logbroker.remote.metadata import (
 )
 from logbroker.remote.storage_manager import RemoteResourceNotFoundError, RemoteStorageManager
 
-log = logging.getLogger("kafka.log.remote.RemoteLogManager")
-
 
 @dataclass
 class Survey:
@@ -36,10 +33,13 @@ class Survey:
 
     restoring: bool = False
     segments: list[RemoteLogSegmentMetadata] = field(default_factory=list)
+    # (metadata, missing suffixes): broken without its .log (the records are not in the store:
+    # nothing to keep); damaged with the .log but without another file (kept among `segments`:
+    # the records may be nowhere else; reads of it fail until the file is back).
     broken: list[tuple[RemoteLogSegmentMetadata, list[str]]] = field(default_factory=list)
+    damaged: list[tuple[RemoteLogSegmentMetadata, list[str]]] = field(default_factory=list)
     deleting: list[RemoteLogSegmentMetadata] = field(default_factory=list)
     orphans: dict[str, int] = field(default_factory=dict)  # key → last modified (ms)
-    unreadable: list[str] = field(default_factory=list)  # keys of a segment whose metadata is garbage
 
 
 def missing_files(metadata: RemoteLogSegmentMetadata, suffixes: set[str]) -> list[str]:
@@ -55,7 +55,8 @@ def missing_files(metadata: RemoteLogSegmentMetadata, suffixes: set[str]) -> lis
 async def survey(rsm: RemoteStorageManager, directory: str,
                  known: dict[str, RemoteLogSegmentMetadata]) -> Survey:
     """List `directory`; the metadata of segment ids in `known` is not read again. A metadata
-    object that disappears between the listing and its GET is a deletion in progress: left out."""
+    object that disappears between the listing and its GET is a deletion in progress: left out.
+    An unreadable one raises RemoteStorageError (RemoteStorageManager.get_metadata)."""
     objects = dict(await rsm.list_objects(directory + "/"))
     result = Survey(restoring=f"{directory}/{RESTORING}" in objects)
     files: dict[str, dict[str, str]] = {}  # segment id → suffix → key
@@ -72,24 +73,22 @@ async def survey(rsm: RemoteStorageManager, directory: str,
             found[segment_id] = known[segment_id]
         else:
             to_read[segment_id] = by_suffix[METADATA]
-    fetched = await asyncio.gather(*(rsm.get(k) for k in to_read.values()), return_exceptions=True)
-    for (segment_id, key), raw in zip(to_read.items(), fetched):
-        if isinstance(raw, RemoteResourceNotFoundError):
+    fetched = await asyncio.gather(*(rsm.get_metadata(k) for k in to_read.values()), return_exceptions=True)
+    for segment_id, metadata in zip(to_read, fetched):
+        if isinstance(metadata, RemoteResourceNotFoundError):
             continue
-        if isinstance(raw, BaseException):
-            raise raw
-        try:
-            found[segment_id] = RemoteLogSegmentMetadata.from_json(raw)
-        except (ValueError, KeyError, TypeError) as exc:
-            log.warning("Unreadable remote segment metadata %s (%s)", key, exc)
-            result.unreadable.extend(files[segment_id].values())
+        if isinstance(metadata, BaseException):
+            raise metadata
+        found[segment_id] = metadata
     for segment_id, metadata in found.items():
         missing = missing_files(metadata, set(files[segment_id]))
         if metadata.state == DELETE_SEGMENT_STARTED:
             result.deleting.append(metadata)
-        elif missing:
+        elif SEGMENT in missing:
             result.broken.append((metadata, missing))
         else:
+            if missing:
+                result.damaged.append((metadata, missing))
             result.segments.append(metadata)
     result.segments.sort(key=lambda m: (m.start_offset, m.end_offset))
     return result
