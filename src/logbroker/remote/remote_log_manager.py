@@ -7,7 +7,7 @@ remote.log.manager.task.interval.ms:
    directory in the store (store_survey.py) and take what it holds as the truth — adopting the
    segments another leader committed (a deposed leader's copy that landed late), finishing
    interrupted deletions (DELETE_SEGMENT_STARTED), deleting broken segments (a metadata whose
-   data objects are missing) and the objects of unfinished copies (no metadata) once they are
+   .log is missing) and the objects of unfinished copies (no metadata) once they are
    older than the orphan grace period (a deposed leader may still be uploading them).
 2. expire: remote segments wholly below the log start offset (DeleteRecords); outside the leader
    epoch lineage of this leader (lineage.py: diverged copies after an unclean election, or all
