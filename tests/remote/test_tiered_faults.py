@@ -42,6 +42,7 @@ from tiered_helpers import (
 
 METRICS = "kafka_server_brokertopicmetrics_"
 UNKNOWN_SERVER_ERROR = -1
+OFFSET_NOT_AVAILABLE = 78
 # Many small segments: an expiry deletes dozens of them, so a kill lands in the middle.
 SMALL_SEGMENTS = {**TIERED, "segment.bytes": "4096", "local.retention.bytes": "8192"}
 
@@ -276,10 +277,15 @@ def test_a_truncated_or_missing_remote_object_fails_only_its_partition_with_a_cl
         wait_until(lambda: "Unreadable remote segment metadata" in broker.new_log_text(), "the task's error")
         assert f"Unreadable remote segment metadata {stored(garbage, '.metadata')}" in broker.new_log_text()
         assert objects(bucket, prefix) == before
+        # ListOffsets -2 cannot say where the log starts without the store: a retriable error,
+        # never the local log start (a consumer resetting to earliest would skip the history).
+        with RawClient(broker.bootstrap) as client:
+            assert int(client.list_offset(topic, 0, -2, version=9).error_code) == OFFSET_NOT_AVAILABLE
         assert broker.running
         assert broker.new_log_text().count(f"Remote log manager task failed on {topic}-0") <= 3  # rate-limited
         bucket.client.put_object(Bucket=bucket.name, Key=key(garbage, ".metadata"), Body=metadata)
         wait_until(lambda: fetch_both(broker, topic, {0: 0, 1: 0})[0][0] == 0, "the store loaded once mended")
+        assert earliest_offset(broker, topic) == 0
         records = consume_confluent(broker.bootstrap, topic, {0: garbage["start_offset"]}, 801 - garbage["start_offset"])
         assert [r.offset for r in records] == list(range(garbage["start_offset"], 801))
     finally:

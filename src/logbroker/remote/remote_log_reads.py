@@ -25,7 +25,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
-from logbroker.errors import KafkaError, NotLeaderOrFollowerError, OffsetOutOfRangeError
+from logbroker.errors import KafkaError, NotLeaderOrFollowerError, OffsetNotAvailableError, OffsetOutOfRangeError
 from logbroker.log_limits import RateLimitedLog
 from logbroker.records.batch import read_header
 from logbroker.remote.metadata import OFFSET_INDEX, TIME_INDEX, TRANSACTION_INDEX, RemoteLogSegmentMetadata
@@ -71,6 +71,23 @@ class RemoteLogReads:
     _chunks: OrderedDict
     _ensure_loaded: Callable[[TopicPartition], Awaitable[None]]
     log_start_offset: Callable[[TopicPartition, object], int]
+
+    def awaits_listing(self, tp: TopicPartition) -> bool:
+        """Whether the store's listing of tiered `tp` is still to come (a leader just elected, or
+        a store that failed to list): offsets drawn from it (ListOffsets -2, -5) wait for it."""
+        state = self.states.get(tp)
+        return state is not None and not state.loaded
+
+    async def listed(self, tp: TopicPartition) -> None:
+        """List `tp`'s remote segments if not yet done. OffsetNotAvailableError (retriable: the
+        client asks again) when the store cannot be listed, rather than an answer that skips
+        the remote history."""
+        try:
+            await self._ensure_loaded(tp)
+        except KafkaError as exc:
+            raise OffsetNotAvailableError(f"The remote segments of {tp} cannot be listed yet: {exc}") from exc
+        if self.awaits_listing(tp):
+            raise OffsetNotAvailableError(f"The remote segments of {tp} are not listed yet")
 
     def serves(self, tp: TopicPartition, log_, fetch_offset: int) -> bool:
         """Whether a fetch at `fetch_offset` is for the store: below the local log start and at

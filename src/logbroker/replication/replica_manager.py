@@ -640,6 +640,10 @@ class ReplicaManager:
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, last_fetchable, partition.leader_epoch)
         rlm = self.remote_log_manager
+        if timestamp in (EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP) and rlm is not None \
+                and rlm.awaits_listing(tp):
+            return self._offset_once_listed(tp, timestamp, dict(current_leader_epoch=current_leader_epoch,
+                                            only_committed=only_committed, isolation_level=isolation_level))
         if timestamp == EARLIEST_TIMESTAMP and rlm is not None:
             start = rlm.log_start_offset(tp, partition.log)
             if start < partition.log.log_start_offset:
@@ -656,6 +660,12 @@ class ReplicaManager:
         if found is None or found.offset >= last_fetchable:
             return None
         return found
+
+    async def _offset_once_listed(self, tp: TopicPartition, timestamp: int, request: dict) -> TimestampAndOffset:
+        """ListOffsets -2 / -5 of a tiered partition whose remote segments are not listed yet:
+        answered once they are (OffsetNotAvailableError, retriable, while the store fails)."""
+        await self.remote_log_manager.listed(tp)
+        return self.fetch_offset_for_timestamp(tp, timestamp, **request)
 
     async def _offset_for_timestamp_from_remote(self, partition: Partition, timestamp: int,
                                                 last_fetchable: int) -> TimestampAndOffset | None:
