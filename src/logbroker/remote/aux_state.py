@@ -19,6 +19,10 @@ leaders both copied, the one in the leader's lineage is taken. The leader tells 
 below its local start answers the latter with its local start whatever the epoch was; then the
 segment is the one holding that offset in the latest epoch not above the leader's.
 
+A leader whose local log holds nothing while the store holds segments of the partition (its disk
+erased with no replica to follow, or a topic restored from the store) starts its log the same way
+after the store's last offset (`read_last_segment_state`, remote/remote_log_manager.py).
+
 The store is only read. A segment missing from the metadata, or an object missing or unreadable,
 is a RemoteLogAuxStateError (a RemoteStorageError, retriable): the log is left as it was and the
 fetcher tries again later. Runs on the event loop; the store reads are awaited.
@@ -116,3 +120,14 @@ async def read_aux_state(rsm: RemoteStorageManager, segments: list[RemoteLogSegm
     next_offset = segment.end_offset + 1
     return RemoteLogAuxState(segment, next_offset, [e for e in epochs if e.start_offset < next_offset],
                              producers)
+
+
+async def read_last_segment_state(rsm: RemoteStorageManager, segments: list[RemoteLogSegmentMetadata], *,
+                                  tp: TopicPartition) -> RemoteLogAuxState:
+    """`read_aux_state` after the store's last offset (`segments` not empty): of the copies
+    holding it, one in the latest leader epoch it was written in, then the latest copy."""
+    offset = max(s.end_offset for s in segments)
+    epoch = max((e for s in segments if s.end_offset == offset
+                 for e in [_epoch_at(s, offset)] if e is not None), default=0)
+    return await read_aux_state(rsm, segments, tp=tp, local_start=offset + 1, epoch=epoch,
+                                epoch_at_local_start=epoch)

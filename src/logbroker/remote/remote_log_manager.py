@@ -45,6 +45,7 @@ from collections import OrderedDict
 
 from logbroker.errors import KafkaError, NotLeaderOrFollowerError
 from logbroker.log_limits import RateLimitedLog
+from logbroker.remote.aux_state import RemoteLogAuxStateError, read_last_segment_state
 from logbroker.remote.lineage import before_lineage, covers, filtered, within_lineage, wholly_within
 from logbroker.remote.metadata import (
     LEADER_EPOCH,
@@ -124,6 +125,24 @@ class RemoteLogManager(RemoteLogReads):
         self.states[tp] = state
         asyncio.get_running_loop().create_task(self._run_partition(tp), name=f"remote-log {tp}")
 
+    def check_appendable(self, tp: TopicPartition, partition) -> None:
+        """Produce to `tp`: refused with NOT_LEADER_OR_FOLLOWER while this broker leads it as a
+        tiered partition whose log holds nothing and whose store's first listing is under way
+        (or found a `restore-topic` still copying): the store may hold offsets an append would
+        take (a disk erased). Clients retry that error after a metadata refresh, as through a
+        leader change. Not refused:
+        - at leader epoch 0, a partition's first leader: no other log ever held records of it,
+          so the store holds none but a `restore-topic`'s, whose copies start after the topic
+          is created (possibly after the first listing: the command's users produce once it
+          has finished) — so a new topic takes records at once;
+        - once a listing has failed: a store that cannot be listed (a missing bucket) must not
+          stop the partition; the log then goes on where it is."""
+        state = self.states.get(tp)
+        if state is not None and state.as_leader and not state.loaded and not state.listing_failed \
+                and partition.leader_epoch > 0 and _holds_nothing(partition.log):
+            raise NotLeaderOrFollowerError(f"{tp} is not ready for appends: its remote segments are being "
+                                           f"listed, and its local log may start after them")
+
     def _configs_changed(self, tp: TopicPartition, partition) -> None:
         """remote.storage.enable turned on (start tiering) or off: as Kafka, turning it off needs
         remote.log.delete.on.disable, and the leader then deletes the partition's remote data."""
@@ -191,7 +210,7 @@ class RemoteLogManager(RemoteLogReads):
         if not state.loaded or state.passes % RECONCILE_EVERY == 0 \
                 or (not state.segments and _holds_nothing(log_)):
             try:
-                await self._load(state, log_)
+                await self._load(state, partition)
             except KafkaError:
                 self.copy_errors += 1  # nothing is copied while the store cannot be listed
                 raise
@@ -210,13 +229,21 @@ class RemoteLogManager(RemoteLogReads):
             if state is None or state.loaded or partition is None:
                 return
             if state.as_leader:
-                await self._load(state, partition.log)
+                await self._load(state, partition)
             else:
                 await self._follow(state, partition.log)
 
-    async def _load(self, state: RemotePartitionState, log_) -> None:
+    async def _load(self, state: RemotePartitionState, partition) -> None:
         """Reconcile (see the module docstring); the first time also read the log start offset
-        DeleteRecords left in the store, and start an empty local log after the store's end."""
+        DeleteRecords left in the store, and start an empty local log after the store's end.
+        A first listing that fails sets `state.listing_failed` (see `check_appendable`)."""
+        try:
+            await self._list(state, partition)
+        except KafkaError:
+            state.listing_failed = True
+            raise
+
+    async def _list(self, state: RemotePartitionState, partition) -> None:
         found = await survey(self.rsm, state.directory, {s.segment_id: s for s in state.segments})
         if found.restoring:
             return  # `logbroker restore-topic` is still copying: its objects are no orphans
@@ -246,24 +273,56 @@ class RemoteLogManager(RemoteLogReads):
             log.info("Adopting %d remote segment(s) of %s that another leader committed: %s", len(adopted),
                      state.tp, ", ".join(f"{s.start_offset}-{s.end_offset}" for s in adopted))
         state.segments = found.segments
-        self._start_after_store(state, log_)
+        await self._start_after_store(state, partition)
         if not state.loaded:
             state.log_start_floor = await self._read_floor(state)
             state.loaded = True
             log.log(logging.INFO if state.segments else logging.DEBUG, "Loaded %d remote segment(s) of %s "
                     "up to offset %d", len(state.segments), state.tp, state.highest_offset)
 
-    @staticmethod
-    def _start_after_store(state: RemotePartitionState, log_) -> None:
-        if state.segments and _holds_nothing(log_) and log_.log_end_offset <= state.highest_offset:
-            # An erased disk, or a topic restored from the store: the log goes on after the
-            # store's last offset instead of writing offsets the store already has.
-            start = state.highest_offset + 1
-            log.info("The local log of %s is empty and the remote store holds offsets up to %d: "
-                     "starting the local log at %d", state.tp, state.highest_offset, start)
-            # On the event loop, right after the check: no append can come in between (and an
-            # empty log's one segment is quick to replace).
+    async def _start_after_store(self, state: RemotePartitionState, partition) -> None:
+        """An erased disk, or a topic restored from the store: an empty log goes on after the
+        store's last offset instead of writing offsets the store already has, with the leader
+        epochs and producer state there (aux_state.py), as a follower starting from the store."""
+        log_ = partition.log
+        if not (state.segments and _holds_nothing(log_) and log_.log_end_offset <= state.highest_offset):
+            return
+        highest = state.highest_offset
+        try:
+            aux = await read_last_segment_state(self.rsm, state.segments, tp=state.tp)
+        except RemoteLogAuxStateError as exc:
+            # Start without them rather than retry on the next pass: meanwhile the empty log
+            # would either refuse appends (for good, were an object missing) or let them take
+            # offsets the store holds. Starting after the store's end misplaces no offset; it
+            # loses the older leader epochs (expiry then judges no segment by epochs) and the
+            # producers' state (their next batches are not checked against the stored ones).
+            log.error("Starting the empty local log of %s after the remote store's offset %d without the "
+                      "leader epochs and producer state there: %s", state.tp, highest, exc)
+            aux = None
+        if self.states.get(state.tp) is not state or not partition.is_leader:
+            return  # a change of role meanwhile
+        if not _holds_nothing(log_):
+            log.error("Records were appended to the empty local log of %s (offsets %d-%d) while its remote "
+                      "state was read: they take offsets the remote store holds (up to %d); keeping them, "
+                      "the local log is not started after the store", state.tp, log_.log_start_offset,
+                      log_.log_end_offset - 1, highest)
+            return
+        if log_.log_end_offset > highest:
+            return
+        start = highest + 1
+        log.info("The local log of %s is empty and the remote store holds offsets up to %d: starting the "
+                 "local log at %d with %s", state.tp, highest, start, "no remote state" if aux is None else
+                 f"the {len(aux.epochs)} leader epoch(s) and "
+                 f"{'no' if aux.producers is None else len(aux.producers)} producer(s) of remote segment "
+                 f"{aux.segment.start_offset}-{aux.segment.end_offset}")
+        # On the event loop, right after the check: no append comes in between (and an empty
+        # log's one segment is quick to replace).
+        if aux is None:
             log_.truncate_fully_and_start_at(start)
+        else:
+            log_.start_at_with_remote_state(start, epochs=aux.epochs, producers=aux.producers)
+        if log_.latest_epoch is None or partition.leader_epoch > log_.latest_epoch:
+            log_.maybe_assign_epoch_start_offset(partition.leader_epoch, start)  # as on taking leadership
 
     async def _follow(self, state: RemotePartitionState, log_) -> None:
         """A follower learns what the leader copied (Kafka's followers read it from

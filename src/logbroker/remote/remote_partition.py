@@ -28,6 +28,7 @@ class RemotePartitionState:
         self.reported: set[str] = set()  # ids of damaged segments already logged
         self.log_start_floor = -1
         self.as_leader = True  # else this broker follows the partition and only reads the store
+        self.listing_failed = False  # a listing failed before the first succeeded
 
     @property
     def highest_offset(self) -> int:

@@ -236,6 +236,8 @@ class ReplicaManager:
         for tp, records in entries.items():
             try:
                 partition = self.hosted_partition(tp)  # the leader check is the append's own
+                if self.remote_log_manager is not None:  # an empty tiered log awaiting its store
+                    self.remote_log_manager.check_appendable(tp, partition)
                 info = partition.append_records_to_leader(records, required_acks=required_acks,
                                                           is_from_client=is_from_client)
             except KafkaError as exc:
