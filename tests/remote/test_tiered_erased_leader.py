@@ -98,3 +98,36 @@ def test_an_erased_single_broker_starts_after_the_bucket_with_its_epochs_and_pro
         assert [r.value for r in records] == values[:copied + 1] + idem[4:6]
     finally:
         broker.stop()
+
+
+def test_an_unreadable_checkpoint_starts_the_log_after_the_bucket_without_the_remote_state(tmp_path, bucket):
+    broker = start_broker(tmp_path, bucket)
+    topic = "tiered-erased-unreadable"
+    try:
+        create_topic(broker.bootstrap, topic, config=TIERED)
+        produce_confluent(broker.bootstrap, topic, specs(400), **PRODUCER)
+        wait_until(lambda: max((m["end_offset"] for m in remote_metadata(bucket, topic)), default=-1) > 0,
+                   "segments copied")
+    finally:
+        broker.stop()
+    last = max(remote_metadata(bucket, topic), key=lambda m: m["end_offset"])
+    copied = last["end_offset"]
+    [checkpoint] = [k for k in bucket.keys("cluster-a/")
+                    if last["segment_id"] in k and k.endswith(".leader_epoch_checkpoint")]
+    bucket.client.put_object(Bucket=bucket.name, Key=checkpoint, Body=b"\xff not a checkpoint")
+
+    erase_logs(broker)
+    broker.start()
+    try:
+        # librdkafka retries the NOT_LEADER_OR_FOLLOWER answered until the bucket is listed.
+        produce_confluent(broker.bootstrap, topic, specs(1, 400), **PRODUCER)
+        assert log_end(broker, topic) == copied + 2
+        text = broker.new_log_text()
+        assert text.count(f"Starting the empty local log of {topic}-0 after the remote store's offset "
+                          f"{copied} without the leader epochs and producer state there") == 1
+        assert f"starting the local log at {copied + 1} with no remote state" in text
+        records = consume_confluent(broker.bootstrap, topic, {0: 0}, copied + 2)
+        assert [r.offset for r in records] == list(range(copied + 2))
+        assert [r.value for r in records] == [s.value for s in specs(copied + 1)] + [specs(1, 400)[0].value]
+    finally:
+        broker.stop()

@@ -23,6 +23,11 @@ remote.log.manager.task.interval.ms:
    in (else what it wrote is deleted). The log's local retention (local.retention.*) may then
    delete the local copy.
 
+A leader whose local log holds nothing while the store holds segments (a disk erased, a restored
+topic) starts the log after the store's last offset with the leader epochs and producer state of
+the segment ending there (aux_state.py); until its first listing ends, produce is refused
+(`check_appendable`).
+
 Reads (fetches below the local log start, timestamp lookups) are in remote_log_reads.py.
 Followers of a tiered partition only read the store's metadata, to learn how far the leader
 copied (so their local retention deletes the same segments).
