@@ -10,7 +10,13 @@ import pytest
 from logbroker.clock import ManualClock
 from logbroker.errors import OutOfOrderSequenceNumberError
 from logbroker.records.builder import build_batch
-from logbroker.remote.aux_state import RemoteLogAuxStateError, read_aux_state, segment_for, target_epoch
+from logbroker.remote.aux_state import (
+    RemoteLogAuxStateError,
+    read_aux_state,
+    read_last_segment_state,
+    segment_for,
+    target_epoch,
+)
 from logbroker.remote.metadata import LEADER_EPOCH, PRODUCER_SNAPSHOT, RemoteLogSegmentMetadata
 from logbroker.remote.storage_manager import RemoteStorageManager
 from logbroker.storage.leader_epoch_cache import EpochEntry, decode_leader_epoch_checkpoint
@@ -120,3 +126,16 @@ def test_the_producers_of_a_tiered_log_started_from_remote_state_survive_a_resta
     assert (log.log_start_offset, log.log_end_offset) == (4020, 4020)
     assert [(p.producer_id, p.last_seq) for p in log.producer_state.active_producers.values()] == [(7, 9)]
     log.close()
+
+
+def test_a_leader_starting_after_the_store_takes_the_last_offsets_latest_epoch_then_latest_copy(tmp_path):
+    rsm = RemoteStorageManager.from_config("local", {"dir": str(tmp_path / "store")})
+    older_epoch = segment(50, 99, {1: 50}, copied_at=9)  # a deposed leader's copy, copied last
+    first_copy, second_copy = segment(60, 99, {1: 60, 2: 80}, copied_at=3), segment(60, 99, {1: 60, 2: 80}, copied_at=5)
+    segments = [segment(0, 59, {0: 0, 1: 20}), older_epoch, first_copy, second_copy]
+    for held in segments:
+        asyncio.run(rsm.put(held.key(LEADER_EPOCH), b"0\n1\n%d 0\n" % held.event_timestamp_ms))
+        asyncio.run(rsm.put(held.key(PRODUCER_SNAPSHOT), encode_snapshot([PRODUCER])))
+    aux = asyncio.run(read_last_segment_state(rsm, segments, tp=TopicPartition("t", 0)))
+    assert (aux.segment, aux.next_offset, aux.epochs) == (second_copy, 100, [EpochEntry(5, 0)])
+    assert [(p.producer_id, p.last_seq) for p in aux.producers] == [(7, 9)]
