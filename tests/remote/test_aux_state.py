@@ -65,10 +65,10 @@ def test_a_leader_epoch_cache_trimmed_to_the_local_start_still_finds_the_lineage
 
 
 def test_the_remote_leader_epoch_checkpoint_is_decoded_and_bad_text_refused():
-    assert decode_leader_epoch_checkpoint("0\n2\n0 0\n3 1200\n") == [EpochEntry(0, 0), EpochEntry(3, 1200)]
+    assert decode_leader_epoch_checkpoint("0\n2\n0 0\n3 1200\n", source="x") == [EpochEntry(0, 0), EpochEntry(3, 1200)]
     for bad in ("", "1\n0\n", "0\n2\n0 0\n", "0\n1\n0\n"):
         with pytest.raises(ValueError):
-            decode_leader_epoch_checkpoint(bad)
+            decode_leader_epoch_checkpoint(bad, source="x")
 
 
 def test_a_log_started_from_remote_state_has_its_epochs_and_producers(tmp_path):

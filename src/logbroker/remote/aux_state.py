@@ -102,10 +102,9 @@ async def read_aux_state(rsm: RemoteStorageManager, segments: list[RemoteLogSegm
             f"({len(segments)} segment(s) in the store)")
     try:
         text = (await rsm.fetch_file(segment, LEADER_EPOCH)).decode()
-        epochs = decode_leader_epoch_checkpoint(text)
+        epochs = decode_leader_epoch_checkpoint(text, source=segment.key(LEADER_EPOCH))
     except ValueError as exc:  # UnicodeDecodeError too
-        raise RemoteLogAuxStateError(f"Unreadable leader epoch checkpoint of remote segment "
-                                     f"{segment.key(LEADER_EPOCH)}: {exc}") from exc
+        raise RemoteLogAuxStateError(f"Unreadable remote leader epoch checkpoint: {exc}") from exc
     except RemoteStorageError as exc:
         raise RemoteLogAuxStateError(str(exc)) from exc
     producers = None

@@ -144,33 +144,41 @@ class CheckpointFile:
             return []
         except (OSError, UnicodeDecodeError) as e:
             raise KafkaStorageError(f"Error while reading checkpoint file {self.path}: {e}") from e
-        lines = text.splitlines()
-        if not lines:
+        if not text.splitlines():
             return []
-        if lines[0].strip() != str(self.VERSION):
-            raise KafkaStorageError(
-                f"Unrecognized version of the checkpoint file ({self.path}): {lines[0]!r}")
-        if len(lines) < 2:
-            raise KafkaStorageError(f"Malformed checkpoint file ({self.path}): no entry count line")
         try:
-            expected = int(lines[1].strip())
-        except ValueError:
-            raise KafkaStorageError(
-                f"Malformed line in checkpoint file ({self.path}): {lines[1]!r}") from None
-        entries = []
-        for line in lines[2:]:
-            if not line.strip():
-                continue
-            try:
-                entries.append(parse(_WHITESPACE.split(line.strip())))
-            except (ValueError, IndexError):
-                raise KafkaStorageError(
-                    f"Malformed line in checkpoint file ({self.path}): {line!r}") from None
-        if len(entries) != expected:
-            raise KafkaStorageError(
-                f"Expected {expected} entries in checkpoint file ({self.path}), "
-                f"but found {len(entries)}")
-        return entries
+            return parse_checkpoint_text(text, version=self.VERSION, parse=parse, source=str(self.path))
+        except ValueError as e:
+            raise KafkaStorageError(str(e)) from None
+
+
+def parse_checkpoint_text(text: str, *, version: int, parse: Callable[[list[str]], object],
+                          source: str) -> list:
+    """The entries of a checkpoint's text: the `version` line, the entry count, then one entry a
+    line (split on whitespace, parsed by `parse`, which raises ValueError on a malformed line).
+    ValueError, naming `source`, for text not in that format."""
+    lines = text.splitlines()
+    first = lines[0] if lines else ""
+    if first.strip() != str(version):
+        raise ValueError(f"Unrecognized version of the checkpoint file ({source}): {first!r}")
+    if len(lines) < 2:
+        raise ValueError(f"Malformed checkpoint file ({source}): no entry count line")
+    try:
+        expected = int(lines[1].strip())
+    except ValueError:
+        raise ValueError(f"Malformed line in checkpoint file ({source}): {lines[1]!r}") from None
+    entries = []
+    for line in lines[2:]:
+        if not line.strip():
+            continue
+        try:
+            entries.append(parse(_WHITESPACE.split(line.strip())))
+        except (ValueError, IndexError):
+            raise ValueError(f"Malformed line in checkpoint file ({source}): {line!r}") from None
+    if len(entries) != expected:
+        raise ValueError(f"Expected {expected} entries in checkpoint file ({source}), "
+                         f"but found {len(entries)}")
+    return entries
 
 
 def _parse_offset_entry(fields: list[str]) -> tuple[TopicPartition, int]:

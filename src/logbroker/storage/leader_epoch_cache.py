@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from logbroker.storage.checkpoints import CheckpointFile, fsync_file
+from logbroker.storage.checkpoints import CheckpointFile, fsync_file, parse_checkpoint_text
 
 log = logging.getLogger("kafka.server.epoch.LeaderEpochFileCache")
 
@@ -53,16 +53,12 @@ class LeaderEpochCheckpointFile(CheckpointFile):
         return self._read_lines(_parse_epoch_entry)
 
 
-def decode_leader_epoch_checkpoint(text: str) -> list[EpochEntry]:
+def decode_leader_epoch_checkpoint(text: str, *, source: str) -> list[EpochEntry]:
     """The entries of a `leader-epoch-checkpoint`'s text (a copy from elsewhere: the remote
-    store's `.leader_epoch_checkpoint`). ValueError for text not in that format."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if len(lines) < 2 or lines[0] != str(LeaderEpochCheckpointFile.VERSION):
-        raise ValueError(f"not a leader epoch checkpoint (version line {lines[:1]!r})")
-    entries = [_parse_epoch_entry(line.split()) for line in lines[2:]]
-    if int(lines[1]) != len(entries):
-        raise ValueError(f"leader epoch checkpoint announces {lines[1]} entries and holds {len(entries)}")
-    return entries
+    store's `.leader_epoch_checkpoint`, named by `source`). ValueError for text not in that
+    format."""
+    return parse_checkpoint_text(text, version=LeaderEpochCheckpointFile.VERSION,
+                                 parse=_parse_epoch_entry, source=source)
 
 
 class LeaderEpochFileCache:
