@@ -68,24 +68,19 @@ def target_epoch(*, local_start: int, epoch_at_local_start: int, earlier: tuple[
     return epoch if epoch >= 0 and end_offset > local_start - 1 else epoch_at_local_start
 
 
-def _epoch_at(segment: RemoteLogSegmentMetadata, offset: int) -> int | None:
-    epochs = [e for e, start in segment.segment_leader_epochs.items() if start <= offset]
-    return max(epochs) if epochs else None
-
-
 def segment_for(segments: list[RemoteLogSegmentMetadata], offset: int, epoch: int, *,
                 epoch_at_local_start: int) -> RemoteLogSegmentMetadata | None:
     """The segment holding `offset` written in `epoch` (of several, the latest start, then
     the latest copy); else, for a leader whose epoch cache starts at its local start (see the
     module docstring), the one holding it in the latest epoch up to `epoch_at_local_start`."""
     holding = [s for s in segments if s.start_offset <= offset <= s.end_offset]
-    exact = [s for s in holding if _epoch_at(s, offset) == epoch]
+    exact = [s for s in holding if s.epoch_at(offset) == epoch]
     if exact:
         return max(exact, key=lambda s: (s.start_offset, s.event_timestamp_ms))
-    lineage = [s for s in holding if (_epoch_at(s, offset) or 0) <= epoch_at_local_start]
+    lineage = [s for s in holding if (s.epoch_at(offset) or 0) <= epoch_at_local_start]
     if not lineage:
         return None
-    return max(lineage, key=lambda s: (_epoch_at(s, offset) or 0, s.start_offset, s.event_timestamp_ms))
+    return max(lineage, key=lambda s: (s.epoch_at(offset) or 0, s.start_offset, s.event_timestamp_ms))
 
 
 async def read_aux_state(rsm: RemoteStorageManager, segments: list[RemoteLogSegmentMetadata], *,
@@ -127,6 +122,6 @@ async def read_last_segment_state(rsm: RemoteStorageManager, segments: list[Remo
     holding it, one in the latest leader epoch it was written in, then the latest copy."""
     offset = max(s.end_offset for s in segments)
     epoch = max((e for s in segments if s.end_offset == offset
-                 for e in [_epoch_at(s, offset)] if e is not None), default=0)
+                 for e in [s.epoch_at(offset)] if e is not None), default=0)
     return await read_aux_state(rsm, segments, tp=tp, local_start=offset + 1, epoch=epoch,
                                 epoch_at_local_start=epoch)

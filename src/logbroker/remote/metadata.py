@@ -106,6 +106,11 @@ class RemoteLogSegmentMetadata:
             keys.append(self.key(PRODUCER_SNAPSHOT))
         return keys
 
+    def epoch_at(self, offset: int) -> int | None:
+        """The leader epoch `offset` was written in, by this segment's epochs; None below them."""
+        epochs = [e for e, start in self.segment_leader_epochs.items() if start <= offset]
+        return max(epochs) if epochs else None
+
     def with_state(self, state: str) -> RemoteLogSegmentMetadata:
         return replace(self, state=state)
 

@@ -515,10 +515,7 @@ class RemoteLogManager(RemoteLogReads):
     def epoch_for_offset(self, tp: TopicPartition, offset: int) -> int | None:
         state = self.states.get(tp)
         segment = state.segment_for(offset) if state is not None else None
-        if segment is None:
-            return None
-        epochs = [e for e, start in segment.segment_leader_epochs.items() if start <= offset]
-        return max(epochs) if epochs else None
+        return None if segment is None else segment.epoch_at(offset)
 
     def delete_records(self, tp: TopicPartition, offset: int) -> None:
         """DeleteRecords: the log start offset is now `offset`. Kept in the store (as
