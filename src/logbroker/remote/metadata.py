@@ -98,13 +98,17 @@ class RemoteLogSegmentMetadata:
         """The object key (below the store's prefix) of one of this segment's files."""
         return f"{self.directory}/{self.start_offset:020d}-{self.segment_id}{suffix}"
 
-    def data_keys(self) -> list[str]:
-        keys = [self.key(s) for s in (SEGMENT, OFFSET_INDEX, TIME_INDEX, LEADER_EPOCH)]
+    def data_suffixes(self) -> list[str]:
+        """The suffixes of the files this segment has in the store, its metadata aside."""
+        suffixes = [SEGMENT, OFFSET_INDEX, TIME_INDEX, LEADER_EPOCH]
         if self.has_txn_index:
-            keys.append(self.key(TRANSACTION_INDEX))
+            suffixes.append(TRANSACTION_INDEX)
         if self.has_producer_snapshot:
-            keys.append(self.key(PRODUCER_SNAPSHOT))
-        return keys
+            suffixes.append(PRODUCER_SNAPSHOT)
+        return suffixes
+
+    def data_keys(self) -> list[str]:
+        return [self.key(s) for s in self.data_suffixes()]
 
     def epoch_at(self, offset: int) -> int | None:
         """The leader epoch `offset` was written in, by this segment's epochs; None below them."""

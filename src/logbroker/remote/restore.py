@@ -16,6 +16,7 @@ from dataclasses import replace
 from logbroker.errors import InvalidConfigError
 from logbroker.remote.metadata import METADATA, RESTORING, parse_partition_dir, partition_dir
 from logbroker.remote.storage_manager import RemoteStorageManager
+from logbroker.remote.store_survey import survey
 from logbroker.types import TopicPartition
 
 
@@ -44,7 +45,7 @@ async def copy_partition(rsm: RemoteStorageManager, tp: TopicPartition, old_id: 
     source, target = partition_dir(tp, old_id), partition_dir(tp, new_id)
     marker = f"{target}/{RESTORING}"
     await rsm.put(marker, b"")  # the new leader leaves the directory alone until it is gone
-    segments, _orphans = await rsm.list_partition(source)
+    segments = (await survey(rsm, source, {})).segments
     keys = await rsm.list_keys(source + "/")
     for key in keys:
         if not key.endswith(METADATA):

@@ -21,7 +21,6 @@ Threads: every method is a coroutine that only awaits the store; none blocks the
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import timedelta
@@ -37,7 +36,6 @@ from logbroker.remote.metadata import (
     DELETE_SEGMENT_STARTED,
     METADATA,
     RemoteLogSegmentMetadata,
-    parse_object_name,
 )
 from logbroker.remote.store_names import LOCAL, S3, store_kind
 
@@ -111,7 +109,7 @@ class RemoteStorageManager:
                                     files: dict[str, Path | bytes],
                                     may_commit: Callable[[], bool] = lambda: True) -> None:
         """Upload a segment's files (suffix → a path or bytes), then its metadata: that last write
-        commits the copy. A failure leaves objects that `list_partition` reports as orphans.
+        commits the copy. A failure leaves objects that reconciliation deletes as orphans (store_survey.py).
         `may_commit` is asked right before the metadata is written (is the copier still the
         leader?); when it says no, the files written are deleted and NotLeaderOrFollowerError
         raised."""
@@ -153,36 +151,6 @@ class RemoteStorageManager:
         await self.delete_keys([metadata.key(METADATA)])
 
     # --- listing and raw objects ------------------------------------------------------------------
-
-    async def list_partition(self, directory: str) -> tuple[list[RemoteLogSegmentMetadata], list[str]]:
-        """The segments a partition directory holds (their metadata, in start offset order, any
-        state), and the keys of objects that belong to no metadata (a crashed upload's)."""
-        by_segment: dict[str, list[str]] = {}
-        metadata_keys: dict[str, str] = {}
-        for key in await self.list_keys(directory + "/"):
-            parsed = parse_object_name(key.rsplit("/", 1)[-1])
-            if parsed is None:
-                continue
-            _, segment_id, suffix = parsed
-            by_segment.setdefault(segment_id, []).append(key)
-            if suffix == METADATA:
-                metadata_keys[segment_id] = key
-        segments, orphans = [], []
-        for segment_id, keys in by_segment.items():
-            if segment_id not in metadata_keys:
-                orphans.extend(keys)
-        fetched = await asyncio.gather(*(self.get_metadata(k) for k in metadata_keys.values()),
-                                       return_exceptions=True)
-        for (segment_id, meta_key), found in zip(metadata_keys.items(), fetched):
-            keys = by_segment[segment_id]
-            if isinstance(found, RemoteResourceNotFoundError):
-                orphans.extend(k for k in keys if k != meta_key)
-                continue
-            if isinstance(found, BaseException):
-                raise found
-            segments.append(found)
-        segments.sort(key=lambda m: (m.start_offset, m.end_offset))
-        return segments, orphans
 
     async def get_metadata(self, key: str) -> RemoteLogSegmentMetadata:
         """A segment's `.metadata` object, parsed. RemoteResourceNotFoundError when it is gone;

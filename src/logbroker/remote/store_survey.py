@@ -13,14 +13,9 @@ from dataclasses import dataclass, field
 
 from logbroker.remote.metadata import (
     DELETE_SEGMENT_STARTED,
-    LEADER_EPOCH,
     METADATA,
-    OFFSET_INDEX,
-    PRODUCER_SNAPSHOT,
     RESTORING,
     SEGMENT,
-    TIME_INDEX,
-    TRANSACTION_INDEX,
     RemoteLogSegmentMetadata,
     parse_object_name,
 )
@@ -44,12 +39,7 @@ class Survey:
 
 def missing_files(metadata: RemoteLogSegmentMetadata, suffixes: set[str]) -> list[str]:
     """The suffixes of the files `metadata` says its segment has and the store lacks."""
-    wanted = [SEGMENT, OFFSET_INDEX, TIME_INDEX, LEADER_EPOCH]
-    if metadata.has_txn_index:
-        wanted.append(TRANSACTION_INDEX)
-    if metadata.has_producer_snapshot:
-        wanted.append(PRODUCER_SNAPSHOT)
-    return [s for s in wanted if s not in suffixes]
+    return [s for s in metadata.data_suffixes() if s not in suffixes]
 
 
 async def survey(rsm: RemoteStorageManager, directory: str,

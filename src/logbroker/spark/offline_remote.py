@@ -24,7 +24,6 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from logbroker.remote.metadata import (
-    COPY_SEGMENT_FINISHED,
     PRODUCER_SNAPSHOT,
     SEGMENT,
     TRANSACTION_INDEX,
@@ -32,6 +31,7 @@ from logbroker.remote.metadata import (
     parse_partition_dir,
 )
 from logbroker.remote.storage_manager import RemoteResourceNotFoundError, RemoteStorageManager
+from logbroker.remote.store_survey import survey
 from logbroker.spark.arrow import RecordBatchBuilder
 from logbroker.spark.offline import SegmentRange, offset_bound, read_batches, selected_partitions
 from logbroker.spark.offsets import EARLIEST, LATEST
@@ -55,8 +55,7 @@ async def _partitions(rsm: RemoteStorageManager) -> dict[tuple[str, int], tuple[
         parsed = parse_partition_dir(name)
         if parsed is None:
             continue
-        segments, _ = await rsm.list_partition(name)
-        segments = [s for s in segments if s.state == COPY_SEGMENT_FINISHED]
+        segments = (await survey(rsm, name, {})).segments
         if not segments:
             continue
         tp = (parsed[0].topic, parsed[0].partition)
