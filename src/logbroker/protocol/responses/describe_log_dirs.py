@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from logbroker.protocol import wire
-from logbroker.protocol.responses.common import check_version, frame
+from logbroker.protocol.responses.common import check_version, frame, topic_prefix
 
 REMOTE_LOG_TAG = 0x4C42  # "LB"
 _PARTITION = struct.Struct(">iqq?")
@@ -86,7 +86,7 @@ def encode_describe_log_dirs_response(version: int, correlation_id: int, *, thro
         parts += [_I16.pack(d.error_code), wire.string(d.log_dir, flexible),
                   wire.array_length(len(d.topics), flexible)]
         for t in d.topics:
-            parts += [wire.string(t.name, flexible), wire.array_length(len(t.partitions), flexible)]
+            parts.append(topic_prefix(t.name, len(t.partitions), flexible))
             for p in t.partitions:
                 parts.append(_PARTITION.pack(p.partition_index, p.partition_size, p.offset_lag,
                                              p.is_future_key))
