@@ -31,6 +31,11 @@ class FramingError(ValueError):
     """The bytes are not a registry-framed record."""
 
 
+def frame_header(schema_id: int) -> bytes:
+    """The header a framed record starts with: magic byte 0 and the writer's schema id."""
+    return b"\x00" + schema_id.to_bytes(HEADER_SIZE - 1, "big")
+
+
 def split_frame(data: bytes) -> tuple[int, bytes]:
     """(schema id, body) of a framed record; raises FramingError for anything else."""
     if len(data) < HEADER_SIZE or data[0] != 0:
