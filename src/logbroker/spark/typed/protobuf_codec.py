@@ -219,9 +219,9 @@ def _fill(message: Any, value: Any, path: str) -> None:
             continue
         try:
             _set(message, field, item, where)
+        except FieldMismatch:
+            raise
         except (TypeError, ValueError) as e:
-            if isinstance(e, FieldMismatch):
-                raise
             kind = descriptor_pb2.FieldDescriptorProto.Type.Name(field.type)[5:].lower()
             raise FieldMismatch(where, f"{item!r} does not fit the Protobuf {kind} field: {e}"
                                 ) from None
