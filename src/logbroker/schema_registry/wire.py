@@ -18,6 +18,7 @@ import fastavro
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor
 
+from logbroker.records.varint import encode_varint
 from logbroker.schema_registry.formats import ResolvedReference
 from logbroker.schema_registry.formats.model import flatten_references
 from logbroker.schema_registry.formats.protobuf_compile import MAIN_FILE, compile_files
@@ -28,6 +29,11 @@ HEADER_SIZE = 5
 
 class FramingError(ValueError):
     """The bytes are not a registry-framed record."""
+
+
+def frame_header(schema_id: int) -> bytes:
+    """The header a framed record starts with: magic byte 0 and the writer's schema id."""
+    return b"\x00" + schema_id.to_bytes(HEADER_SIZE - 1, "big")
 
 
 def split_frame(data: bytes) -> tuple[int, bytes]:
@@ -63,17 +69,7 @@ def message_index_bytes(message: Descriptor) -> bytes:
     indexes.reverse()
     if indexes == [0]:
         return b"\x00"
-    return b"".join(_zigzag_bytes(n) for n in (len(indexes), *indexes))
-
-
-def _zigzag_bytes(value: int) -> bytes:
-    encoded = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while encoded > 0x7F:
-        out.append((encoded & 0x7F) | 0x80)
-        encoded >>= 7
-    out.append(encoded)
-    return bytes(out)
+    return b"".join(encode_varint(n) for n in (len(indexes), *indexes))
 
 
 def _zigzag(data: bytes, position: int) -> tuple[int, int]:

@@ -75,7 +75,7 @@ def _encoder(typed: TypedOptions, column: ColumnFormat,
     def build():
         schema = registry.schema_by_id(typed, column.schema_id)
         references = registry.resolved_references(typed, schema)
-        header = b"\x00" + column.schema_id.to_bytes(4, "big")
+        header = wire.frame_header(column.schema_id)
         spark_type = from_arrow_type(arrow_type)
         if column.format == "avro":
             parsed, named = wire.avro_schema(schema.schema_str, references)

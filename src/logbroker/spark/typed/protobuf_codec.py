@@ -57,7 +57,7 @@ def _field_type(field: FieldDescriptor, seen: tuple[str, ...]) -> DataType:
         key, value = field.message_type.fields_by_name["key"], field.message_type.fields_by_name["value"]
         return MapType(_single_type(key, seen), _single_type(value, seen))
     single = _single_type(field, seen)
-    return ArrayType(single) if _repeated(field) else single
+    return ArrayType(single) if field.is_repeated else single
 
 
 def _single_type(field: FieldDescriptor, seen: tuple[str, ...]) -> DataType:
@@ -71,10 +71,6 @@ def _single_type(field: FieldDescriptor, seen: tuple[str, ...]) -> DataType:
 def _is_map(field: FieldDescriptor) -> bool:
     return (field.type == FieldDescriptor.TYPE_MESSAGE
             and field.message_type.GetOptions().map_entry)
-
-
-def _repeated(field: FieldDescriptor) -> bool:
-    return field.is_repeated
 
 
 def decoder(descriptor: Descriptor) -> Callable[[bytes], dict]:
@@ -97,7 +93,7 @@ def _field_value(field: FieldDescriptor, value: Any, message: Any) -> Any:
     if _is_map(field):
         value_field = field.message_type.fields_by_name["value"]
         return {k: _single_value(value_field, v) for k, v in value.items()}
-    if _repeated(field):
+    if field.is_repeated:
         return [_single_value(field, v) for v in value]
     if field.has_presence and not message.HasField(field.name):
         return None
@@ -219,9 +215,9 @@ def _fill(message: Any, value: Any, path: str) -> None:
             continue
         try:
             _set(message, field, item, where)
+        except FieldMismatch:
+            raise
         except (TypeError, ValueError) as e:
-            if isinstance(e, FieldMismatch):
-                raise
             kind = descriptor_pb2.FieldDescriptorProto.Type.Name(field.type)[5:].lower()
             raise FieldMismatch(where, f"{item!r} does not fit the Protobuf {kind} field: {e}"
                                 ) from None
