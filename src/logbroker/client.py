@@ -147,6 +147,8 @@ class KafkaConnection:
 
     async def _call(self, exchange, body: Any):
         async with self._lock:
+            if self._writer is not None and (self._writer.transport.is_closing() or self._reader.at_eof()):
+                self.abort()  # the peer closed it while idle: nothing was sent on it, open anew
             reused = self._writer is not None
             try:
                 if not reused:

@@ -61,6 +61,28 @@ def test_an_idempotent_request_on_a_stale_connection_is_sent_again_once(fixed_po
     asyncio.run(scenario())
 
 
+def test_a_connection_the_peer_closed_while_idle_is_opened_anew_for_any_request(fixed_port_broker):
+    broker = fixed_port_broker
+    connections = BrokerConnections(endpoint=lambda _id: (broker.host, broker.port), client_id="broker-9-test")
+
+    async def scenario():
+        try:
+            assert (await connections.request(1, API_VERSIONS)).error_code == 0
+            broker.kill()
+            broker.start()
+            connection = connections.get(1)
+            for _ in range(200):  # the loop sees the old process's end of the connection
+                if connection._reader.at_eof() or connection._writer.transport.is_closing():
+                    break
+                await asyncio.sleep(0.01)
+            # Nothing was sent on the closed connection: not stale, even for a request that is
+            # not idempotent (a share state write, a transaction marker).
+            assert (await connections.request(1, API_VERSIONS)).error_code == 0
+        finally:
+            await connections.close()
+    asyncio.run(scenario())
+
+
 def test_a_broker_back_at_another_address_gets_a_new_connection(logbroker_process):
     broker = logbroker_process
     connections = BrokerConnections(endpoint=lambda _id: (broker.host, broker.port), client_id="broker-9-test")
